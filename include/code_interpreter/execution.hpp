@@ -1,0 +1,204 @@
+// The result model shared by every backend: statuses, failure details, attachments, options and capabilities.
+// Semantics: docs/errors.md (status table) and the design contract it mirrors.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "code_interpreter/export.hpp"
+
+namespace code_interpreter {
+
+/// A timeout of zero or less: no limit (except for `terminate`, which refuses it).
+inline constexpr std::chrono::milliseconds kNoTimeout{0};
+
+/// An execution or request timeout. `std::nullopt` means "the backend's default"; `kNoTimeout` (or any value
+/// <= 0) means unbounded.
+using Timeout = std::optional<std::chrono::milliseconds>;
+
+/// How an execution ended. See docs/errors.md for the fields each status carries.
+enum class ExecutionStatus {
+  kSuccess,  ///< the code ran to the end (`sys.exit(0)` included); exit_code 0
+  kError,    ///< the code failed (exception, SyntaxError, sys.exit(n != 0)), or provably never ran
+  kTimeout,  ///< the budget ran out, no answer came, or the sandbox died during the call
+  kUnknown,  ///< the outcome cannot be known (broken transport after sending, hostile output, cancellation)
+};
+
+/// Why a `kTimeout` happened.
+enum class TimeoutKind {
+  kExecution,    ///< the execution budget ran out
+  kRequest,      ///< no answer came in time
+  kSandboxLost,  ///< the sandbox (or its runtime process) died during the call
+};
+
+/// Languages a sandbox may run. The Pyodide backend runs only `kPython`.
+enum class Language { kPython, kJavaScript, kTypeScript, kBash, kR, kJava };
+
+/// The step of a sandbox's life in which an error happened. `to_string` gives the stable name logged as
+/// `error_code` ("configure", "template_build", "create", ...).
+enum class Stage {
+  kConfigure,
+  kTemplateBuild,
+  kCreate,
+  kStartRuntime,
+  kInstallPackages,
+  kUpload,
+  kExecute,
+  kCommand,
+  kDownload,
+  kSetTimeout,
+  kTerminate,
+  kNotInitialized,
+};
+
+/// What kind of failure an error is, independent of the backend.
+enum class ErrorKind {
+  kInvalidArgument,
+  kUnauthenticated,
+  kPermissionDenied,
+  kNotFound,
+  kQuotaExceeded,
+  kRateLimited,
+  kUnavailable,
+  kTimeout,
+  kUnsupported,
+  kInternal,
+  kUnknown,
+};
+
+/// "SUCCESS", "ERROR", "TIMEOUT" or "UNKNOWN".
+CODE_INTERPRETER_EXPORT std::string_view to_string(ExecutionStatus status) noexcept;
+/// "execution", "request" or "sandbox_lost".
+CODE_INTERPRETER_EXPORT std::string_view to_string(TimeoutKind kind) noexcept;
+/// "python", "javascript", "typescript", "bash", "r" or "java".
+CODE_INTERPRETER_EXPORT std::string_view to_string(Language language) noexcept;
+/// The stage's stable name, e.g. "install_packages", "not_initialized".
+CODE_INTERPRETER_EXPORT std::string_view to_string(Stage stage) noexcept;
+/// The kind's stable name, e.g. "invalid_argument", "rate_limited".
+CODE_INTERPRETER_EXPORT std::string_view to_string(ErrorKind kind) noexcept;
+
+/// Why a call failed without a code error: a stable dotted name of the cause and whether a retry can duplicate
+/// work. `retry_safe` means "a retry cannot run the code twice", not "a retry will succeed".
+struct FailureDetail {
+  std::string exception_type;  ///< e.g. "curl.COULDNT_CONNECT", "http.502", "callback.exception", "cancelled"
+  bool retry_safe = false;
+  friend bool operator==(const FailureDetail&, const FailureDetail&) = default;
+};
+
+/// The user's exception: its type name, `str(exception)`, and the formatted traceback without host frames.
+struct CodeError {
+  std::string name;
+  std::string value;
+  std::string traceback;
+  friend bool operator==(const CodeError&, const CodeError&) = default;
+};
+
+/// One rich output: MIME type -> content. Binary types (image/png, image/jpeg, application/pdf) hold base64 text;
+/// JSON types hold serialized JSON. The value of the code's last expression has `is_main_result` set.
+struct RichResult {
+  std::map<std::string, std::string> data;
+  bool is_main_result = false;
+  friend bool operator==(const RichResult&, const RichResult&) = default;
+};
+
+/// A file handed to the sandbox (uploaded into the upload directory before the code runs) or returned from it.
+struct CODE_INTERPRETER_EXPORT Attachment {
+  std::string filename;   ///< a plain file name: no '/', '\\', "..", NUL; not empty
+  std::string data;       ///< arbitrary bytes (unused when `source` is set)
+  std::string mime_type;  ///< informational; may be empty
+  std::optional<std::filesystem::path> source;  ///< set by from_file: the bytes are streamed from this file
+
+  /// An attachment holding `data` in memory.
+  /// @throws std::invalid_argument if `filename` is not a plain file name.
+  static Attachment from_bytes(std::string data, std::string filename);
+  /// An attachment streamed from `path` at upload time; its name is the path's file name.
+  /// @throws std::invalid_argument if `path` is not a readable regular file.
+  static Attachment from_file(const std::filesystem::path& path);
+
+  friend bool operator==(const Attachment&, const Attachment&) = default;
+};
+
+/// Checks that `name` is a plain file name (not empty, no '/', '\\', NUL, not "." or ".." and no ".." component).
+/// @throws std::invalid_argument naming the problem.
+CODE_INTERPRETER_EXPORT void validate_attachment_name(std::string_view name);
+
+/// An entry of a sandbox directory listing. `size` is in bytes (0 for directories).
+struct FileInfo {
+  std::string name;
+  std::string path;
+  bool is_directory = false;
+  std::uint64_t size = 0;
+  friend bool operator==(const FileInfo&, const FileInfo&) = default;
+};
+
+/// The outcome of `execute_code` / `execute_command`. An aggregate: every member has a default. Which members are
+/// set for which status is specified in docs/errors.md.
+struct CODE_INTERPRETER_EXPORT ExecutionResult {
+  ExecutionStatus status = ExecutionStatus::kUnknown;
+  std::string code;         ///< the code or command that was run
+  std::string stdout_text;  ///< valid UTF-8 (ill-formed input replaced by U+FFFD as Python's "replace" does)
+  std::string stderr_text;  ///< likewise
+  std::string error;        ///< a human-readable description; the traceback for a code error
+  int exit_code = -1;       ///< 0 on success; 1 for an exception; n for sys.exit(n); -1 when the code did not finish
+  std::optional<std::chrono::milliseconds> duration;  ///< wall time of the execution; JSON "duration_ms"
+  std::optional<FailureDetail> failure;               ///< set for kUnknown and for kError-that-never-ran
+  std::optional<CodeError> code_error;                ///< set when the user's code raised
+  std::vector<RichResult> results;                    ///< rich outputs; the last expression's value is main
+  std::optional<TimeoutKind> timeout_kind;            ///< set exactly when status is kTimeout
+  bool state_lost = false;  ///< the interpreter's state (variables, files) was lost during or before this call
+  bool truncated = false;   ///< stdout_text or stderr_text was cut at the output cap
+
+  /// The text a person (or a language model) should read: stdout, stderr, the error (the traceback if any), the
+  /// main result's text/plain and "[output truncated]" if truncated. Each non-empty part has its trailing newlines
+  /// removed and the parts are joined with one "\n".
+  [[nodiscard]] std::string text() const;
+
+  friend bool operator==(const ExecutionResult&, const ExecutionResult&) = default;
+};
+
+/// Options of one `execute_code` call.
+struct ExecuteOptions {
+  Timeout timeout;                 ///< nullopt: the backend's default (300 s); <= 0: unbounded
+  std::vector<Attachment> files;   ///< uploaded into `upload_dir` before the code runs
+  std::optional<std::string> upload_dir;  ///< default: `Capabilities::upload_dir`
+  /// Called with one line at a time, including its "\n" (the last partial line without); lines longer than
+  /// 64 KiB come in 64 KiB pieces. Runs on the calling thread. Must not call back into the same sandbox.
+  std::function<void(std::string_view)> on_stdout;
+  std::function<void(std::string_view)> on_stderr;
+  std::map<std::string, std::string> env;  ///< environment variables for this call only
+  std::stop_token cancel;                  ///< cancels this call
+};
+
+/// Options of one `execute_command` call.
+struct CommandOptions {
+  Timeout timeout;  ///< nullopt: the backend's default (30 s); <= 0: unbounded
+  std::map<std::string, std::string> env;
+  std::optional<std::string> cwd;
+  std::function<void(std::string_view)> on_stdout;
+  std::function<void(std::string_view)> on_stderr;
+  std::stop_token cancel;
+};
+
+/// What a backend can do; `SandboxCodeInterpreter` writes its tool description from it.
+struct Capabilities {
+  bool stateful = false;        ///< variables persist between execute_code calls
+  bool shell_commands = false;  ///< execute_command runs shell commands
+  bool file_download = false;   ///< files can be read back from the sandbox
+  bool filesystem = false;      ///< list / remove / make_dir work
+  bool packages = false;        ///< additional_packages can be installed
+  bool network = false;         ///< the code can reach the network
+  bool interrupt = false;       ///< a timeout interrupts the code without losing state
+  std::vector<Language> languages;
+  std::string upload_dir;       ///< where ExecuteOptions::files go by default
+  friend bool operator==(const Capabilities&, const Capabilities&) = default;
+};
+
+}  // namespace code_interpreter

@@ -1,0 +1,87 @@
+// The local Pyodide sandbox: CPython compiled to WebAssembly, run in a locked-down Deno process per sandbox.
+// Needs no account and no network. Guide: docs/backends/pyodide.md.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "code_interpreter/sandbox.hpp"
+
+namespace code_interpreter {
+
+/// Options of `PyodideSandbox::create`.
+struct PyodideOptions {
+  /// Only Language::kPython is supported; anything else is a SandboxStartError (stage configure, kUnsupported).
+  Language language = Language::kPython;
+  /// Distribution names installed at start (and again after every respawn) from wheel files in `wheel_dir`
+  /// (`<name>-<version>-<tags>.whl`, name matched case-insensitively with '-' and '_' alike). No index is
+  /// reachable: a package without a wheel there fails creation (SandboxStartError, stage install_packages).
+  std::vector<std::string> additional_packages;
+  /// Directory of wheel files; the Deno process may read it.
+  std::optional<std::filesystem::path> wheel_dir;
+  /// The runtime directory (host script, Pyodide, Deno). Default: the one installed beside the library.
+  std::optional<std::filesystem::path> runtime_dir;
+  /// Budget for starting the runtime and installing packages. nullopt: 120 s; <= 0: unbounded.
+  Timeout create_timeout;
+  /// After a timeout's interrupt, how long the code may take to stop before the runtime is killed and respawned.
+  std::chrono::milliseconds interrupt_grace{2000};
+  /// Per-stream cap on stdout_text / stderr_text in bytes; past it `truncated` is set (callbacks still get all).
+  std::size_t max_output_bytes = 10u << 20;
+  /// Largest frame the runtime may send, in bytes; a larger one is hostile output (kUnknown, runtime killed).
+  std::size_t max_frame_bytes = 16u << 20;
+  /// Cancels creation.
+  std::stop_token cancel;
+};
+
+/// A Python sandbox in a local Deno + Pyodide process.
+///
+/// The process may read only the runtime (and wheel) directories: no network, no environment, no writes, no
+/// subprocesses. State (variables, imported modules, the in-memory filesystem) persists across calls of one
+/// sandbox and is never shared between sandboxes. A timeout first interrupts the code (KeyboardInterrupt; state
+/// kept), then kills and respawns the process after `interrupt_grace` (state lost; `state_lost` is set).
+/// Calls on one sandbox are serialized. Capabilities: stateful, file download and filesystem, packages (from
+/// wheels), interrupt; no shell commands, no network; upload_dir "/files".
+class CODE_INTERPRETER_EXPORT PyodideSandbox final : public CodeInterpreterSandbox {
+ public:
+  /// Starts the runtime and waits until Python is ready (typically 3-4 s).
+  /// @throws TemplateBuildError (stage template_build) if the runtime is missing or of the wrong version.
+  /// @throws SandboxStartError (stages configure, start_runtime, install_packages) otherwise; nothing is left
+  ///         running.
+  [[nodiscard]] static std::unique_ptr<PyodideSandbox> create(PyodideOptions options = {});
+
+  /// The runtime directory found beside the installed (or built) library.
+  [[nodiscard]] static std::filesystem::path default_runtime_dir();
+
+  ~PyodideSandbox() override;
+
+  [[nodiscard]] std::optional<std::string> sandbox_id() const override;
+  [[nodiscard]] Capabilities capabilities() const override;
+
+  struct Impl;
+
+ protected:
+  ExecutionResult do_execute_code(std::string_view code, const ExecuteOptions& options) override;
+  ExecutionResult do_execute_command(std::string_view command, const CommandOptions& options) override;
+  void do_set_timeout(std::chrono::seconds lease) override;
+  void do_write_file(std::string_view path, std::string_view data) override;
+  std::string do_read_file(std::string_view path) override;
+  std::vector<FileInfo> do_list_files(std::string_view dir) override;
+  void do_remove_file(std::string_view path) override;
+  void do_make_dir(std::string_view path) override;
+  bool do_download_file_to(std::string_view path, const std::filesystem::path& destination,
+                           Timeout timeout) override;
+  std::optional<std::string> do_download_file(std::string_view path, Timeout timeout) override;
+  void do_terminate(Timeout timeout) override;
+
+ private:
+  PyodideSandbox(std::unique_ptr<Impl> impl, Language language, std::vector<std::string> packages);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace code_interpreter

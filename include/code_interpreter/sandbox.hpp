@@ -1,0 +1,117 @@
+// The abstract sandbox: BaseSandbox (lifecycle and file transfer) and CodeInterpreterSandbox (code, commands,
+// lease, files). Every backend implements the protected virtuals; callers use the public non-virtual functions,
+// which hold the default arguments and the argument checks in one place (non-virtual interface).
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "code_interpreter/errors.hpp"
+#include "code_interpreter/execution.hpp"
+#include "code_interpreter/export.hpp"
+
+namespace code_interpreter {
+
+/// Lifecycle and file transfer, shared by every backend.
+///
+/// Thread safety: every public function may be called from any thread. Destroying a sandbox while another thread
+/// is inside one of its calls is undefined; call `terminate` first.
+class CODE_INTERPRETER_EXPORT BaseSandbox {
+ public:
+  BaseSandbox(const BaseSandbox&) = delete;
+  BaseSandbox& operator=(const BaseSandbox&) = delete;
+  virtual ~BaseSandbox();
+
+  /// Reads a whole file from the sandbox.
+  /// @param path absolute, or relative to the sandbox's working directory.
+  /// @return the bytes, or std::nullopt on any failure (missing file, timeout, lost sandbox). Never throws except
+  ///         std::invalid_argument (empty path or a NUL byte) and SandboxNotInitializedError after terminate.
+  [[nodiscard]] std::optional<std::string> download_file(std::string_view path, Timeout timeout = std::nullopt);
+
+  /// Tears the sandbox down. A second call is a no-op. From another thread it cancels the call in flight.
+  /// @param timeout nullopt: the backend's default; must be positive otherwise.
+  /// @throws std::invalid_argument if `timeout` is zero or negative.
+  /// @throws SandboxTerminateError if teardown failed after every retry; the handle is kept for another try.
+  void terminate(Timeout timeout = std::nullopt);
+
+  /// The default transient classifier: reads TransportError (connection failures, timeouts, HTTP 408, 429 and
+  /// 5xx are transient; other statuses and local refusals are not) and the ErrorKind of a CodeInterpreterError
+  /// (kUnavailable, kRateLimited and kTimeout are transient).
+  static bool is_transient_create_error(const std::exception& error) noexcept;
+
+ protected:
+  BaseSandbox() = default;
+  virtual std::optional<std::string> do_download_file(std::string_view path, Timeout timeout) = 0;
+  virtual void do_terminate(Timeout timeout) = 0;
+};
+
+/// A sandbox that runs code: the seam every backend implements and every agent loop programs against. A scripted
+/// implementation for tests ships as `testing::FakeSandbox`.
+class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
+ public:
+  /// The language `execute_code` runs. Valid after terminate.
+  [[nodiscard]] Language language() const noexcept { return language_; }
+  /// The packages installed at creation. Valid after terminate.
+  [[nodiscard]] const std::vector<std::string>& additional_packages() const noexcept { return packages_; }
+
+  /// The backend's id for this sandbox; nullopt before it started. Kept after terminate.
+  [[nodiscard]] virtual std::optional<std::string> sandbox_id() const = 0;
+  /// What this backend can do. Valid after terminate.
+  [[nodiscard]] virtual Capabilities capabilities() const = 0;
+
+  /// Runs `code`. Never throws for anything that happens once the arguments are checked: every outcome is an
+  /// ExecutionResult (docs/errors.md).
+  /// @throws std::invalid_argument for a bad attachment name, duplicate attachment names or an empty upload_dir.
+  /// @throws SandboxNotInitializedError after terminate.
+  [[nodiscard]] ExecutionResult execute_code(std::string_view code, const ExecuteOptions& options = {});
+
+  /// Runs a shell command; a backend without shell commands answers kError, exit_code -1, no FailureDetail.
+  /// @throws SandboxNotInitializedError after terminate.
+  [[nodiscard]] ExecutionResult execute_command(std::string_view command, const CommandOptions& options = {});
+
+  /// Renews the sandbox's lease to `lease` from now; a no-op on backends without leases.
+  /// @throws SandboxExecutionError (stage set_timeout) on failure; SandboxNotInitializedError after terminate.
+  void set_timeout(std::chrono::seconds lease);
+
+  /// Writes `data` (arbitrary bytes) to `path`, creating parent directories.
+  /// @throws SandboxExecutionError (stage upload) on failure.
+  void write_file(std::string_view path, std::string_view data);
+  /// Reads a whole file. @throws SandboxExecutionError (stage download; kind kNotFound if absent).
+  [[nodiscard]] std::string read_file(std::string_view path);
+  /// Lists a directory (not recursive). @throws SandboxExecutionError (stage download; kNotFound if absent).
+  [[nodiscard]] std::vector<FileInfo> list_files(std::string_view dir);
+  /// Removes a file or a directory tree. @throws SandboxExecutionError (stage upload; kNotFound if absent).
+  void remove_file(std::string_view path);
+  /// Creates a directory and its parents. @throws SandboxExecutionError (stage upload).
+  void make_dir(std::string_view path);
+  /// Streams a file to `destination` on the host (written beside it, then renamed, so a failure leaves no partial
+  /// file). @return false on any failure. Throws only std::invalid_argument and SandboxNotInitializedError.
+  bool download_file_to(std::string_view path, const std::filesystem::path& destination,
+                        Timeout timeout = std::nullopt);
+
+ protected:
+  CodeInterpreterSandbox(Language language, std::vector<std::string> additional_packages)
+      : language_(language), packages_(std::move(additional_packages)) {}
+
+  virtual ExecutionResult do_execute_code(std::string_view code, const ExecuteOptions& options) = 0;
+  virtual ExecutionResult do_execute_command(std::string_view command, const CommandOptions& options) = 0;
+  virtual void do_set_timeout(std::chrono::seconds lease) = 0;
+  virtual void do_write_file(std::string_view path, std::string_view data) = 0;
+  virtual std::string do_read_file(std::string_view path) = 0;
+  virtual std::vector<FileInfo> do_list_files(std::string_view dir) = 0;
+  virtual void do_remove_file(std::string_view path) = 0;
+  virtual void do_make_dir(std::string_view path) = 0;
+  virtual bool do_download_file_to(std::string_view path, const std::filesystem::path& destination,
+                                   Timeout timeout) = 0;
+
+ private:
+  Language language_;
+  std::vector<std::string> packages_;
+};
+
+}  // namespace code_interpreter

@@ -1,0 +1,116 @@
+#include "code_interpreter/sandbox.hpp"
+
+#include <set>
+#include <stdexcept>
+#include <string>
+
+namespace code_interpreter {
+
+namespace {
+void check_path(std::string_view path, const char* what) {
+  if (path.empty()) throw std::invalid_argument(std::string(what) + " is empty");
+  if (path.find('\0') != std::string_view::npos) {
+    throw std::invalid_argument(std::string(what) + " contains a NUL byte");
+  }
+}
+
+void check_files(const ExecuteOptions& options) {
+  std::set<std::string_view> seen;
+  for (const auto& file : options.files) {
+    validate_attachment_name(file.filename);
+    if (!seen.insert(file.filename).second) {
+      throw std::invalid_argument("attachment name '" + file.filename + "' is given twice");
+    }
+  }
+  if (options.upload_dir) check_path(*options.upload_dir, "upload_dir");
+}
+}  // namespace
+
+BaseSandbox::~BaseSandbox() = default;
+
+std::optional<std::string> BaseSandbox::download_file(std::string_view path, Timeout timeout) {
+  check_path(path, "path");
+  return do_download_file(path, timeout);
+}
+
+void BaseSandbox::terminate(Timeout timeout) {
+  if (timeout && timeout->count() <= 0) {
+    throw std::invalid_argument("terminate timeout must be positive");
+  }
+  do_terminate(timeout);
+}
+
+bool BaseSandbox::is_transient_create_error(const std::exception& error) noexcept {
+  if (const auto* transport = dynamic_cast<const TransportError*>(&error)) {
+    switch (transport->kind()) {
+      case TransportError::Kind::kConnect:
+      case TransportError::Kind::kTimeout:
+        return true;
+      case TransportError::Kind::kHttpStatus: {
+        const int s = transport->http_status();
+        return s == 408 || s == 429 || (s >= 500 && s <= 599);
+      }
+      case TransportError::Kind::kTls:
+      case TransportError::Kind::kProtocol:
+      case TransportError::Kind::kCancelled:
+        return false;
+    }
+    return false;
+  }
+  if (const auto* ci = dynamic_cast<const CodeInterpreterError*>(&error)) {
+    switch (ci->kind()) {
+      case ErrorKind::kUnavailable:
+      case ErrorKind::kRateLimited:
+      case ErrorKind::kTimeout:
+        return true;
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
+ExecutionResult CodeInterpreterSandbox::execute_code(std::string_view code, const ExecuteOptions& options) {
+  check_files(options);
+  return do_execute_code(code, options);
+}
+
+ExecutionResult CodeInterpreterSandbox::execute_command(std::string_view command, const CommandOptions& options) {
+  return do_execute_command(command, options);
+}
+
+void CodeInterpreterSandbox::set_timeout(std::chrono::seconds lease) { do_set_timeout(lease); }
+
+void CodeInterpreterSandbox::write_file(std::string_view path, std::string_view data) {
+  check_path(path, "path");
+  do_write_file(path, data);
+}
+
+std::string CodeInterpreterSandbox::read_file(std::string_view path) {
+  check_path(path, "path");
+  return do_read_file(path);
+}
+
+std::vector<FileInfo> CodeInterpreterSandbox::list_files(std::string_view dir) {
+  check_path(dir, "dir");
+  return do_list_files(dir);
+}
+
+void CodeInterpreterSandbox::remove_file(std::string_view path) {
+  check_path(path, "path");
+  do_remove_file(path);
+}
+
+void CodeInterpreterSandbox::make_dir(std::string_view path) {
+  check_path(path, "path");
+  do_make_dir(path);
+}
+
+bool CodeInterpreterSandbox::download_file_to(std::string_view path, const std::filesystem::path& destination,
+                                              Timeout timeout) {
+  check_path(path, "path");
+  if (destination.empty()) throw std::invalid_argument("destination is empty");
+  return do_download_file_to(path, destination, timeout);
+}
+
+}  // namespace code_interpreter

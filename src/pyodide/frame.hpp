@@ -1,0 +1,54 @@
+// The frame protocol between the library and the Deno host (src/pyodide/host/frames.mjs):
+// u32 header length (big-endian) | u32 body length (big-endian) | header: a UTF-8 JSON object with a string "t" |
+// body: raw bytes. Everything the host sends is treated as hostile: sizes are capped before anything is buffered
+// and any malformed frame is an error that ends the runtime.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace code_interpreter::detail {
+
+struct Frame {
+  nlohmann::json header;  // an object with a string member "t"
+  std::string body;
+};
+
+/// A frame that breaks the protocol: oversize, not JSON, not an object, or without a string "t".
+class FrameError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Encodes one frame.
+std::string encode_frame(const nlohmann::json& header, std::string_view body = {});
+
+/// Incremental decoder for frames arriving in pieces of any size.
+class FrameDecoder {
+ public:
+  static constexpr std::size_t kMaxHeaderBytes = 1u << 20;
+
+  /// @param max_frame_bytes the largest header + body accepted.
+  explicit FrameDecoder(std::size_t max_frame_bytes) : max_frame_bytes_(max_frame_bytes) {}
+
+  void push(std::string_view bytes) { buffer_.append(bytes.data(), bytes.size()); }
+
+  /// The next complete frame, or nullopt if more bytes are needed. @throws FrameError on a malformed frame; the
+  /// decoder is unusable afterwards.
+  std::optional<Frame> next();
+
+  [[nodiscard]] std::size_t buffered() const noexcept { return buffer_.size() - offset_; }
+
+ private:
+  std::size_t max_frame_bytes_;
+  std::string buffer_;
+  std::size_t offset_ = 0;
+};
+
+}  // namespace code_interpreter::detail

@@ -1,0 +1,1073 @@
+// PyodideSandbox: one Deno + Pyodide process per sandbox, spoken to in frames (frame.hpp, host/host.mjs).
+// The posture, timeouts and output handling follow pyodide.md §1.4–§1.8 and §2.5–§2.6.
+#include "code_interpreter/pyodide_sandbox.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <system_error>
+#include <variant>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "code_interpreter/logging.hpp"
+#include "core/output.hpp"
+#include "pyodide/child_process.hpp"
+#include "pyodide/frame.hpp"
+#include "pyodide/runtime.hpp"
+
+namespace code_interpreter {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using detail::ChildProcess;
+using detail::Frame;
+using detail::FrameDecoder;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr auto kDefaultExecuteTimeout = std::chrono::seconds(300);
+constexpr auto kDefaultCreateTimeout = std::chrono::seconds(120);
+constexpr auto kDefaultFileTimeout = std::chrono::seconds(60);
+constexpr std::size_t kFileChunk = 8u << 20;  // bytes per read/write frame (the host caps reads at 8 MiB too)
+constexpr const char* kUploadDir = "/files";
+
+std::optional<Clock::time_point> deadline_from(Timeout timeout, std::chrono::milliseconds fallback) {
+  const auto budget = timeout.value_or(fallback);
+  if (budget.count() <= 0) return std::nullopt;
+  return Clock::now() + budget;
+}
+
+// Writes all of `data` to a pipe without letting SIGPIPE reach the host program.
+bool write_all(int fd, std::string_view data) {
+  sigset_t pipe_set, old_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  bool ok = true;
+  bool got_epipe = false;
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        pollfd p{fd, POLLOUT, 0};
+        ::poll(&p, 1, 100);
+        continue;
+      }
+      got_epipe = errno == EPIPE;
+      ok = false;
+      break;
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (got_epipe && !sigismember(&old_set, SIGPIPE)) {
+    const timespec zero{0, 0};
+    while (sigtimedwait(&pipe_set, nullptr, &zero) > 0) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
+  return ok;
+}
+
+std::string random_id() {
+  std::random_device rd;
+  std::uniform_int_distribution<unsigned> byte(0, 255);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id = "pyodide-";
+  for (int i = 0; i < 8; ++i) {
+    const unsigned b = byte(rd);
+    id += kHex[b >> 4];
+    id += kHex[b & 15];
+  }
+  return id;
+}
+
+std::string normalize_distribution(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '-' || c == '.' || c == '_') {
+      out += '_';
+    } else {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
+bool valid_distribution_name(std::string_view name) {
+  if (name.empty()) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+ExecutionResult never_ran(std::string code, std::string error, std::string exception_type, bool state_lost) {
+  ExecutionResult r;
+  r.status = ExecutionStatus::kError;
+  r.code = std::move(code);
+  r.error = std::move(error);
+  r.exit_code = -1;
+  r.failure = FailureDetail{std::move(exception_type), true};
+  r.state_lost = state_lost;
+  return r;
+}
+
+// Throws `error` with `cause` nested inside it.
+template <typename Error>
+[[noreturn]] void throw_nested(Error error, const std::exception& cause) {
+  try {
+    throw cause;
+  } catch (...) {
+    std::throw_with_nested(std::move(error));
+  }
+}
+
+// One runtime process and the decoder of its output.
+struct Host {
+  Host(const detail::Runtime& rt, const std::vector<std::string>& args, const std::vector<std::string>& env,
+       std::size_t max_frame)
+      : child(rt.deno, args, env), decoder(max_frame) {
+    const int flags = ::fcntl(child.stdin_fd(), F_GETFL);
+    ::fcntl(child.stdin_fd(), F_SETFL, flags | O_NONBLOCK);
+  }
+  ChildProcess child;
+  FrameDecoder decoder;
+  bool ready = false;
+  bool eof = false;
+};
+
+enum class Wait { kFrame, kDeadline, kWoken, kEof, kMalformed };
+
+}  // namespace
+
+struct PyodideSandbox::Impl {
+  PyodideOptions options;
+  detail::Runtime runtime;
+  std::vector<std::string> wheels;  // absolute wheel paths, in the order of additional_packages
+  std::vector<std::string> deno_args;
+  fs::path deno_dir;
+  std::string id = random_id();
+
+  std::mutex call_mu;   // serializes calls
+  std::mutex state_mu;  // guards `host` against terminate() from another thread
+  std::shared_ptr<Host> host;
+  std::atomic<bool> terminating{false};
+  std::atomic<bool> terminated{false};
+  int wake_fd = -1;
+  std::uint32_t next_request = 1;
+
+  ~Impl() {
+    if (wake_fd >= 0) ::close(wake_fd);
+  }
+
+  void wake() noexcept {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(wake_fd, &one, sizeof one);
+  }
+
+  void drain_wake() noexcept {
+    std::uint64_t v;
+    while (::read(wake_fd, &v, sizeof v) > 0) {
+    }
+  }
+
+  std::uint32_t request_id() {
+    const std::uint32_t rid = next_request;
+    next_request = next_request >= 0x7fffffff ? 1 : next_request + 1;
+    return rid;
+  }
+
+  // ---- process management ----
+
+  std::vector<std::string> child_env() const {
+    return {"DENO_DIR=" + deno_dir.string(), "NO_COLOR=1", "DENO_NO_UPDATE_CHECK=1", "DENO_NO_PROMPT=1"};
+  }
+
+  // Starts a runtime process and queues its init frame; readiness is awaited by await_ready().
+  void spawn() {
+    auto h = std::make_shared<Host>(runtime, deno_args, child_env(), options.max_frame_bytes);
+    json init = {{"t", "init"}, {"wheels", wheels}, {"packages", options.additional_packages}};
+    write_all(h->child.stdin_fd(), detail::encode_frame(init));
+    std::lock_guard lock(state_mu);
+    host = std::move(h);
+  }
+
+  void kill_host() {
+    std::shared_ptr<Host> h;
+    {
+      std::lock_guard lock(state_mu);
+      h = std::move(host);
+    }
+    if (h) {
+      h->child.kill();
+      h->child.wait();
+    }
+  }
+
+  // Kills the current process and starts a fresh one without waiting for it to load.
+  void respawn() {
+    kill_host();
+    if (terminating) return;
+    try {
+      spawn();
+    } catch (const std::exception& e) {
+      logger()->warn("sandbox {}: could not restart the Pyodide runtime: {}", id, e.what());
+    }
+  }
+
+  Wait next_frame(Host& h, std::optional<Clock::time_point> deadline, Frame& out, std::string& why) {
+    for (;;) {
+      try {
+        if (auto f = h.decoder.next()) {
+          out = std::move(*f);
+          return Wait::kFrame;
+        }
+      } catch (const std::exception& e) {
+        why = e.what();
+        return Wait::kMalformed;
+      }
+      if (h.eof) {
+        if (h.decoder.buffered() > 0) why = "the runtime's output ended inside a frame";
+        return Wait::kEof;
+      }
+      int wait_ms = -1;
+      if (deadline) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count();
+        if (left <= 0) return Wait::kDeadline;
+        wait_ms = static_cast<int>(std::min<long long>(left, 60'000));
+      }
+      pollfd fds[2] = {{h.child.stdout_fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
+      const int n = ::poll(fds, 2, wait_ms);
+      if (n < 0 && errno != EINTR) {
+        why = std::string("poll failed: ") + std::strerror(errno);
+        return Wait::kMalformed;
+      }
+      if (n <= 0) continue;
+      if (fds[1].revents & POLLIN) {
+        drain_wake();
+        return Wait::kWoken;
+      }
+      if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+        char buf[1 << 16];
+        const ssize_t got = ::read(h.child.stdout_fd(), buf, sizeof buf);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (got <= 0) {
+          h.eof = true;
+        } else {
+          h.decoder.push(std::string_view(buf, static_cast<std::size_t>(got)));
+        }
+      }
+    }
+  }
+
+  std::string death_description(Host& h) {
+    h.child.kill();
+    const int status = h.child.wait();
+    std::string text = "the Pyodide runtime exited";
+    if (WIFSIGNALED(status)) {
+      text += " (killed by signal " + std::to_string(WTERMSIG(status)) + ")";
+    } else if (WIFEXITED(status)) {
+      text += " (exit status " + std::to_string(WEXITSTATUS(status)) + ")";
+    }
+    std::string tail = h.child.stderr_tail();
+    while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+    if (!tail.empty()) {
+      const auto pos = tail.rfind('\n', tail.size() > 600 ? tail.size() - 600 : 0);
+      text += ": " + tail.substr(tail.size() > 600 ? (pos == std::string::npos ? tail.size() - 600 : pos + 1) : 0);
+    }
+    return text;
+  }
+
+  // The outcome of waiting for a runtime to be ready.
+  struct ReadyError {
+    enum Kind { kNone, kTimeout, kCancelled, kDied, kInstall, kVersion, kMalformed } kind = kNone;
+    std::string message;
+  };
+
+  ReadyError await_ready(std::optional<Clock::time_point> deadline, const std::stop_token& cancel) {
+    std::shared_ptr<Host> h;
+    {
+      std::lock_guard lock(state_mu);
+      h = host;
+    }
+    if (!h) {
+      try {
+        spawn();
+      } catch (const std::exception& e) {
+        return {ReadyError::kDied, std::string("cannot start the Pyodide runtime: ") + e.what()};
+      }
+      std::lock_guard lock(state_mu);
+      h = host;
+      if (!h) return {ReadyError::kCancelled, "the sandbox is being terminated"};
+    }
+    while (!h->ready) {
+      Frame f;
+      std::string why;
+      switch (next_frame(*h, deadline, f, why)) {
+        case Wait::kFrame: {
+          const auto t = f.header.value("t", std::string());
+          if (t == "ready") {
+            const auto protocol = f.header.value("protocol", 0);
+            const auto version = f.header.value("pyodide", std::string());
+            if (protocol != detail::kHostProtocolVersion || version != detail::kPyodideVersion) {
+              kill_host();
+              return {ReadyError::kVersion, "the Pyodide runtime reports protocol " + std::to_string(protocol) +
+                                                " and Pyodide " + version + "; this library needs protocol " +
+                                                std::to_string(detail::kHostProtocolVersion) + " and Pyodide " +
+                                                detail::kPyodideVersion};
+            }
+            h->ready = true;
+            break;
+          }
+          if (t == "init_error") {
+            const auto message = f.header.value("message", std::string("unknown error"));
+            kill_host();
+            return {ReadyError::kInstall, message};
+          }
+          kill_host();
+          return {ReadyError::kMalformed, "unexpected frame '" + t + "' before the runtime was ready"};
+        }
+        case Wait::kDeadline:
+          kill_host();
+          return {ReadyError::kTimeout, "the Pyodide runtime did not become ready in time"};
+        case Wait::kWoken:
+          if (terminating || cancel.stop_requested()) {
+            kill_host();
+            return {ReadyError::kCancelled, "cancelled while the Pyodide runtime was starting"};
+          }
+          break;
+        case Wait::kEof: {
+          auto message = death_description(*h);
+          kill_host();
+          return {ReadyError::kDied, message};
+        }
+        case Wait::kMalformed:
+          kill_host();
+          return {ReadyError::kMalformed, "malformed output from the Pyodide runtime: " + why};
+      }
+    }
+    return {};
+  }
+
+  std::shared_ptr<Host> current_host() {
+    std::lock_guard lock(state_mu);
+    return host;
+  }
+
+  void check_alive() const {
+    if (terminated || terminating) throw SandboxNotInitializedError();
+  }
+
+  // ---- file requests ----
+
+  struct FileError {
+    ErrorKind kind;
+    std::string message;
+  };
+
+  // Sends one file request and waits for its answer. Returns the answer frame or a FileError.
+  std::variant<Frame, FileError> file_request(json header, std::string_view body,
+                                              std::optional<Clock::time_point> deadline) {
+    if (auto err = await_ready(deadline, {}); err.kind != ReadyError::kNone) {
+      return FileError{err.kind == ReadyError::kTimeout ? ErrorKind::kTimeout : ErrorKind::kUnavailable,
+                       err.message};
+    }
+    auto h = current_host();
+    if (!h) return FileError{ErrorKind::kUnavailable, "the sandbox is being terminated"};
+    const auto rid = request_id();
+    header["t"] = "fs";
+    header["id"] = rid;
+    if (!write_all(h->child.stdin_fd(), detail::encode_frame(header, body))) {
+      const auto message = death_description(*h);
+      respawn();
+      return FileError{ErrorKind::kUnavailable, message};
+    }
+    for (;;) {
+      Frame f;
+      std::string why;
+      switch (next_frame(*h, deadline, f, why)) {
+        case Wait::kFrame:
+          if (f.header.value("t", std::string()) == "fs" && f.header.value("id", 0u) == rid) return f;
+          respawn();
+          return FileError{ErrorKind::kInternal, "unexpected frame from the Pyodide runtime"};
+        case Wait::kDeadline:
+          respawn();
+          return FileError{ErrorKind::kTimeout, "the file operation timed out; the runtime was restarted"};
+        case Wait::kWoken:
+          if (terminating) return FileError{ErrorKind::kUnavailable, "the sandbox is being terminated"};
+          break;
+        case Wait::kEof: {
+          const auto message = death_description(*h);
+          respawn();
+          return FileError{ErrorKind::kUnavailable, message};
+        }
+        case Wait::kMalformed:
+          respawn();
+          return FileError{ErrorKind::kInternal, "malformed output from the Pyodide runtime: " + why};
+      }
+    }
+  }
+
+  static std::optional<FileError> answer_error(const Frame& f, std::string_view op, std::string_view path) {
+    if (f.header.value("ok", false)) return std::nullopt;
+    const auto code = f.header.value("code", std::string("EIO"));
+    ErrorKind kind = ErrorKind::kInternal;
+    std::string what = code;
+    if (code == "ENOENT") {
+      kind = ErrorKind::kNotFound, what = "no such file or directory";
+    } else if (code == "EISDIR") {
+      kind = ErrorKind::kInvalidArgument, what = "is a directory";
+    } else if (code == "ENOTDIR") {
+      kind = ErrorKind::kInvalidArgument, what = "not a directory";
+    } else if (code == "EEXIST") {
+      kind = ErrorKind::kInvalidArgument, what = "already exists";
+    } else if (code == "ENOTEMPTY") {
+      kind = ErrorKind::kInvalidArgument, what = "directory not empty";
+    }
+    return FileError{kind, std::string(op) + " '" + std::string(path) + "': " + what + " (" + code + ")"};
+  }
+
+  [[noreturn]] static void throw_file_error(const FileError& e, Stage stage) {
+    throw SandboxExecutionError(e.message, stage, e.kind);
+  }
+
+  // Writes `data` to `path` in chunks (the first creates or truncates, the rest append).
+  std::optional<FileError> write_bytes(std::string_view path, std::string_view data,
+                                       std::optional<Clock::time_point> deadline) {
+    std::size_t off = 0;
+    do {
+      const auto n = std::min(kFileChunk, data.size() - off);
+      auto answer = file_request({{"op", "write"}, {"path", path}, {"append", off > 0}}, data.substr(off, n), deadline);
+      if (auto* e = std::get_if<FileError>(&answer)) return *e;
+      if (auto e = answer_error(std::get<Frame>(answer), "write", path)) return e;
+      off += n;
+    } while (off < data.size());
+    return std::nullopt;
+  }
+
+  std::optional<FileError> write_from_file(std::string_view path, const fs::path& source,
+                                           std::optional<Clock::time_point> deadline) {
+    std::ifstream in(source, std::ios::binary);
+    if (!in) return FileError{ErrorKind::kInvalidArgument, "cannot read '" + source.string() + "'"};
+    std::string chunk(kFileChunk, '\0');
+    bool first = true;
+    for (;;) {
+      in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      const auto got = static_cast<std::size_t>(in.gcount());
+      if (in.bad()) return FileError{ErrorKind::kInternal, "error reading '" + source.string() + "'"};
+      if (got > 0 || first) {
+        auto answer = file_request({{"op", "write"}, {"path", path}, {"append", !first}},
+                                   std::string_view(chunk.data(), got), deadline);
+        if (auto* e = std::get_if<FileError>(&answer)) return *e;
+        if (auto e = answer_error(std::get<Frame>(answer), "write", path)) return e;
+      }
+      first = false;
+      if (got < chunk.size()) return std::nullopt;
+    }
+  }
+
+  // Reads `path` chunk by chunk, handing each to `sink`.
+  template <typename Sink>
+  std::optional<FileError> read_chunks(std::string_view path, std::optional<Clock::time_point> deadline, Sink sink) {
+    std::uint64_t offset = 0;
+    for (;;) {
+      auto answer = file_request({{"op", "read"}, {"path", path}, {"offset", offset}, {"length", kFileChunk}}, {},
+                                 deadline);
+      if (auto* e = std::get_if<FileError>(&answer)) return *e;
+      auto& f = std::get<Frame>(answer);
+      if (auto e = answer_error(f, "read", path)) return e;
+      const auto size = f.header.value("size", std::uint64_t{0});
+      sink(f.body);
+      offset += f.body.size();
+      if (offset >= size || f.body.empty()) return std::nullopt;
+    }
+  }
+
+  // ---- execution ----
+
+  ExecutionResult execute(std::string_view code, const ExecuteOptions& options);
+};
+
+namespace {
+
+// Fills `r` from a "result" frame. Returns false if the frame is malformed.
+bool apply_result(const json& h, ExecutionResult& r) {
+  try {
+    const auto status = h.at("status").get<std::string>();
+    if (status == "ok") {
+      r.status = ExecutionStatus::kSuccess;
+      r.exit_code = 0;
+      if (const auto v = h.find("value"); v != h.end() && v->is_string()) {
+        r.results.push_back(RichResult{{{"text/plain", v->get<std::string>()}}, true});
+      }
+      return true;
+    }
+    if (status == "error" || status == "interrupted") {
+      const auto& e = h.at("error");
+      CodeError ce{e.at("name").get<std::string>(), e.at("value").get<std::string>(),
+                   e.at("traceback").get<std::string>()};
+      r.status = ExecutionStatus::kError;
+      r.exit_code = status == "error" ? h.at("exit_code").get<int>() : 1;
+      r.error = ce.traceback.empty() ? ce.name + ": " + ce.value : ce.traceback;
+      r.code_error = std::move(ce);
+      return true;
+    }
+  } catch (const json::exception&) {
+  }
+  return false;
+}
+
+}  // namespace
+
+ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const ExecuteOptions& opts) {
+  if (opts.cancel.stop_requested()) {
+    return never_ran(std::string(code), "cancelled before the code was sent", "cancelled", false);
+  }
+  std::unique_lock call(call_mu);
+  check_alive();
+  drain_wake();
+  std::stop_callback on_cancel(opts.cancel, [this] { wake(); });
+  auto deadline = deadline_from(opts.timeout, kDefaultExecuteTimeout);
+
+  if (auto e = await_ready(deadline, opts.cancel); e.kind != ReadyError::kNone) {
+    if (e.kind == ReadyError::kTimeout) {
+      ExecutionResult r;
+      r.status = ExecutionStatus::kTimeout;
+      r.code = std::string(code);
+      r.timeout_kind = TimeoutKind::kRequest;
+      r.error = "the Pyodide runtime was still starting when the timeout ran out";
+      respawn();
+      return r;
+    }
+    const bool cancelled = e.kind == ReadyError::kCancelled;
+    if (!cancelled) respawn();
+    return never_ran(std::string(code), e.message, cancelled ? "cancelled" : "pyodide.runtime_unavailable",
+                     !cancelled);
+  }
+
+  // Upload the attachments. The code has not run yet, so a failure here is a clean refusal.
+  const std::string upload_dir = opts.upload_dir.value_or(kUploadDir);
+  for (const auto& file : opts.files) {
+    const std::string path = (upload_dir.back() == '/' ? upload_dir : upload_dir + "/") + file.filename;
+    const auto e = file.source ? write_from_file(path, *file.source, deadline) : write_bytes(path, file.data, deadline);
+    if (!e) continue;
+    if (e->kind == ErrorKind::kTimeout) {
+      ExecutionResult r;
+      r.status = ExecutionStatus::kTimeout;
+      r.code = std::string(code);
+      r.timeout_kind = TimeoutKind::kRequest;
+      r.error = "uploading '" + file.filename + "' timed out: " + e->message;
+      r.state_lost = true;
+      return r;
+    }
+    if (terminating) return never_ran(std::string(code), "the sandbox is being terminated", "cancelled", false);
+    return never_ran(std::string(code), "uploading '" + file.filename + "' failed: " + e->message, "pyodide.upload",
+                     e->kind == ErrorKind::kUnavailable || e->kind == ErrorKind::kInternal);
+  }
+
+  auto h = current_host();
+  if (!h) return never_ran(std::string(code), "the sandbox is being terminated", "cancelled", false);
+
+  ExecutionResult r;
+  r.code = std::string(code);
+  detail::OutputStream out(&opts.on_stdout, options.max_output_bytes);
+  detail::OutputStream err(&opts.on_stderr, options.max_output_bytes);
+
+  // Why we asked the code to stop, if we did.
+  enum class Reason { kNone, kTimeout, kCancel, kCallback } reason = Reason::kNone;
+  std::string callback_error;
+  std::optional<Clock::time_point> hard_deadline;  // set once the interrupt was sent: grace ends here
+
+  // Delivers the final partial lines; a throwing callback there still turns the result into kUnknown.
+  auto finish_streams = [&] {
+    for (auto* s : {&out, &err}) {
+      try {
+        s->finish();
+      } catch (const std::exception& e) {
+        if (reason != Reason::kCallback) callback_error = e.what();
+        reason = Reason::kCallback;
+        s->silence();
+      } catch (...) {
+        reason = Reason::kCallback;
+        s->silence();
+      }
+    }
+    r.stdout_text = out.take_text();
+    r.stderr_text = err.take_text();
+    r.truncated = out.truncated() || err.truncated();
+  };
+  auto set_unknown = [&](std::string type, std::string message) {
+    r.status = ExecutionStatus::kUnknown;
+    r.exit_code = -1;
+    r.failure = FailureDetail{std::move(type), false};
+    r.error = std::move(message);
+    r.results.clear();
+    r.code_error.reset();
+  };
+  // The outcome when the code was stopped on our request (by interrupt or by kill).
+  auto stopped = [&](bool killed) {
+    r.state_lost = killed;
+    switch (reason) {
+      case Reason::kTimeout:
+      case Reason::kNone:
+        r.status = ExecutionStatus::kTimeout;
+        r.exit_code = -1;
+        r.timeout_kind = TimeoutKind::kExecution;
+        r.error = killed ? "execution timed out; the code did not stop after an interrupt, so the runtime was "
+                           "restarted and its state lost"
+                         : "execution timed out and was interrupted";
+        r.results.clear();
+        r.code_error.reset();
+        break;
+      case Reason::kCancel:
+        set_unknown("cancelled", killed ? "cancelled; the runtime was restarted" : "cancelled");
+        break;
+      case Reason::kCallback:
+        set_unknown("callback.exception", "an output callback threw: " + callback_error);
+        break;
+    }
+  };
+
+  const auto rid = request_id();
+  json header = {{"t", "exec"}, {"id", rid}, {"env", opts.env}};
+  const auto started = Clock::now();
+  if (!write_all(h->child.stdin_fd(), detail::encode_frame(header, code))) {
+    const auto message = death_description(*h);
+    respawn();
+    return never_ran(std::string(code), message, "pyodide.runtime_lost", true);
+  }
+
+  auto ask_to_stop = [&](Reason why) {
+    if (reason == Reason::kNone) reason = why;
+    if (hard_deadline) return;
+    write_all(h->child.stdin_fd(), detail::encode_frame({{"t", "interrupt"}, {"id", rid}}));
+    hard_deadline = Clock::now() + options.interrupt_grace;
+  };
+
+  for (;;) {
+    Frame f;
+    std::string why;
+    const auto wait_until = hard_deadline ? hard_deadline : deadline;
+    const Wait w = next_frame(*h, wait_until, f, why);
+    if (w == Wait::kFrame) {
+      const auto t = f.header.value("t", std::string());
+      const auto* id = f.header.contains("id") ? &f.header["id"] : nullptr;
+      if (!id || !id->is_number_unsigned() || id->get<std::uint32_t>() != rid || (t != "out" && t != "result")) {
+        why = "unexpected frame '" + t + "'";
+      } else if (t == "out") {
+        const auto s = f.header.value("s", 0);
+        auto& stream = s == 2 ? err : out;
+        if (s != 1 && s != 2) {
+          why = "output frame for an unknown stream";
+        } else {
+          try {
+            stream.feed(f.body);
+          } catch (...) {
+            try {
+              throw;
+            } catch (const std::exception& e) {
+              callback_error = e.what();
+            } catch (...) {
+              callback_error = "a non-standard exception";
+            }
+            out.silence();
+            err.silence();
+            reason = Reason::kCallback;
+            ask_to_stop(Reason::kCallback);
+          }
+          continue;
+        }
+      } else {  // result
+        r.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+        if (!apply_result(f.header, r)) {
+          why = "malformed result frame";
+        } else {
+          const bool host_interrupt = f.header.value("host_interrupt", false);
+          const auto status = f.header.value("status", std::string());
+          finish_streams();
+          if (reason == Reason::kCallback) {
+            stopped(false);
+          } else if (status == "interrupted" && host_interrupt) {
+            stopped(false);
+          }
+          return r;
+        }
+      }
+      // A frame that breaks the protocol: the runtime can no longer be trusted.
+      r.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+      respawn();
+      finish_streams();
+      set_unknown("pyodide.malformed_frame", "malformed output from the Pyodide runtime (" + why +
+                                                 "); the runtime was restarted and its state lost");
+      r.state_lost = true;
+      return r;
+    }
+    if (w == Wait::kMalformed) {
+      r.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+      respawn();
+      finish_streams();
+      set_unknown("pyodide.malformed_frame", "malformed output from the Pyodide runtime (" + why +
+                                                 "); the runtime was restarted and its state lost");
+      r.state_lost = true;
+      return r;
+    }
+    if (w == Wait::kDeadline) {
+      if (!hard_deadline) {
+        ask_to_stop(Reason::kTimeout);
+        continue;
+      }
+      // The grace period is over: kill, and start a fresh runtime for the next call.
+      r.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+      respawn();
+      finish_streams();
+      stopped(true);
+      return r;
+    }
+    if (w == Wait::kWoken) {
+      if (terminating) {
+        r.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+        kill_host();
+        finish_streams();
+        set_unknown("cancelled", "the sandbox was terminated during the call");
+        r.state_lost = true;
+        return r;
+      }
+      if (opts.cancel.stop_requested()) ask_to_stop(Reason::kCancel);
+      continue;
+    }
+    // Wait::kEof: the runtime died during the call.
+    r.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    const auto message = death_description(*h);
+    if (terminating) {
+      kill_host();
+      finish_streams();
+      set_unknown("cancelled", "the sandbox was terminated during the call");
+      r.state_lost = true;
+      return r;
+    }
+    respawn();
+    finish_streams();
+    if (reason == Reason::kCancel || reason == Reason::kCallback) {
+      stopped(true);
+      return r;
+    }
+    r.status = ExecutionStatus::kTimeout;
+    r.exit_code = -1;
+    r.timeout_kind = TimeoutKind::kSandboxLost;
+    r.state_lost = true;
+    r.error = message + "; a fresh runtime was started and the state is lost";
+    return r;
+  }
+}
+
+// ---- PyodideSandbox ----
+
+PyodideSandbox::PyodideSandbox(std::unique_ptr<Impl> impl, Language language, std::vector<std::string> packages)
+    : CodeInterpreterSandbox(language, std::move(packages)), impl_(std::move(impl)) {}
+
+fs::path PyodideSandbox::default_runtime_dir() { return detail::default_runtime_dir(); }
+
+std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
+  if (options.language != Language::kPython) {
+    throw SandboxStartError("the Pyodide sandbox runs only Python, not " + std::string(to_string(options.language)),
+                            Stage::kConfigure, ErrorKind::kUnsupported);
+  }
+  if (options.max_frame_bytes < (1u << 20)) {
+    throw SandboxStartError("max_frame_bytes must be at least 1 MiB", Stage::kConfigure,
+                            ErrorKind::kInvalidArgument);
+  }
+  if (options.max_output_bytes == 0) {
+    throw SandboxStartError("max_output_bytes must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->runtime = detail::check_runtime(options.runtime_dir.value_or(detail::default_runtime_dir()));
+
+  // Resolve additional_packages to wheel files before anything starts.
+  std::vector<fs::path> readable = impl->runtime.readable;
+  if (!options.additional_packages.empty()) {
+    if (!options.wheel_dir) {
+      throw SandboxStartError("additional_packages need PyodideOptions::wheel_dir: no package index is reachable "
+                              "from the Pyodide sandbox",
+                              Stage::kInstallPackages, ErrorKind::kInvalidArgument);
+    }
+    std::error_code ec;
+    const fs::path dir = fs::canonical(*options.wheel_dir, ec);
+    if (ec || !fs::is_directory(dir, ec)) {
+      throw SandboxStartError("wheel_dir '" + options.wheel_dir->string() + "' is not a directory",
+                              Stage::kInstallPackages, ErrorKind::kNotFound);
+    }
+    if (dir.string().find(',') != std::string::npos) {
+      throw SandboxStartError("wheel_dir '" + dir.string() + "' contains a comma, which Deno's --allow-read "
+                              "cannot express",
+                              Stage::kConfigure, ErrorKind::kInvalidArgument);
+    }
+    for (const auto& name : options.additional_packages) {
+      if (!valid_distribution_name(name)) {
+        throw SandboxStartError("'" + name + "' is not a valid package name", Stage::kInstallPackages,
+                                ErrorKind::kInvalidArgument);
+      }
+      const auto want = normalize_distribution(name);
+      std::optional<fs::path> best;
+      for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const auto file = entry.path().filename().string();
+        if (entry.path().extension() != ".whl") continue;
+        const auto dash = file.find('-');
+        if (dash == std::string::npos || normalize_distribution(file.substr(0, dash)) != want) continue;
+        if (!best || entry.path().filename() > best->filename()) best = entry.path();
+      }
+      if (!best) {
+        throw SandboxStartError("package '" + name + "' has no wheel in '" + dir.string() + "'",
+                                Stage::kInstallPackages, ErrorKind::kNotFound);
+      }
+      impl->wheels.push_back(best->string());
+    }
+    readable.push_back(dir);
+  }
+
+  const fs::path base = fs::temp_directory_path();
+  std::string pattern = (base / "code_interpreter-deno-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    const int e = errno;
+    throw_nested(SandboxStartError("cannot create a private DENO_DIR under '" + base.string() + "'",
+                                   Stage::kStartRuntime, ErrorKind::kInternal),
+                 std::system_error(e, std::generic_category(), "mkdtemp"));
+  }
+  impl->deno_dir = pattern;
+
+  std::string allow = "--allow-read=";
+  for (std::size_t i = 0; i < readable.size(); ++i) {
+    if (i) allow += ',';
+    allow += readable[i].string();
+  }
+  impl->deno_args = {"run",     "--no-prompt", "--no-remote", "--no-config", "--no-npm", "--no-lock",
+                     allow,     "--v8-flags=--disallow-code-generation-from-strings",
+                     impl->runtime.host_script.string()};
+  impl->options = std::move(options);
+  impl->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (impl->wake_fd < 0) {
+    const int e = errno;
+    std::error_code ec;
+    fs::remove_all(impl->deno_dir, ec);
+    throw_nested(SandboxStartError("cannot create an eventfd", Stage::kStartRuntime, ErrorKind::kInternal),
+                 std::system_error(e, std::generic_category(), "eventfd"));
+  }
+
+  auto cleanup = [&impl] {
+    impl->kill_host();
+    std::error_code ec;
+    fs::remove_all(impl->deno_dir, ec);
+  };
+  try {
+    impl->spawn();
+  } catch (const std::exception& e) {
+    cleanup();
+    throw_nested(SandboxStartError(std::string("cannot start the Pyodide runtime: ") + e.what(), Stage::kStartRuntime,
+                                   ErrorKind::kUnavailable),
+                 e);
+  }
+  std::stop_callback on_cancel(impl->options.cancel, [p = impl.get()] { p->wake(); });
+  const auto deadline = deadline_from(impl->options.create_timeout, kDefaultCreateTimeout);
+  const auto ready = impl->await_ready(deadline, impl->options.cancel);
+  if (ready.kind != Impl::ReadyError::kNone) {
+    cleanup();
+    switch (ready.kind) {
+      case Impl::ReadyError::kInstall:
+        throw SandboxStartError("installing additional_packages failed: " + ready.message, Stage::kInstallPackages,
+                                ErrorKind::kInvalidArgument);
+      case Impl::ReadyError::kVersion:
+        throw TemplateBuildError(ready.message, Stage::kTemplateBuild, ErrorKind::kInvalidArgument);
+      case Impl::ReadyError::kTimeout:
+        throw_nested(SandboxStartError(ready.message, Stage::kStartRuntime, ErrorKind::kTimeout),
+                     TransportError(ready.message, TransportError::Kind::kTimeout));
+      case Impl::ReadyError::kCancelled:
+        throw_nested(SandboxStartError(ready.message, Stage::kStartRuntime, ErrorKind::kUnknown),
+                     TransportError(ready.message, TransportError::Kind::kCancelled));
+      default:
+        throw_nested(SandboxStartError("the Pyodide runtime failed to start: " + ready.message, Stage::kStartRuntime,
+                                       ErrorKind::kInternal),
+                     TransportError(ready.message, TransportError::Kind::kProtocol));
+    }
+  }
+  const Language language = impl->options.language;
+  auto packages = impl->options.additional_packages;
+  return std::unique_ptr<PyodideSandbox>(new PyodideSandbox(std::move(impl), language, std::move(packages)));
+}
+
+PyodideSandbox::~PyodideSandbox() {
+  try {
+    do_terminate(std::nullopt);
+  } catch (const std::exception& e) {
+    logger()->warn("sandbox {}: teardown failed: {}", impl_->id, e.what());
+  } catch (...) {
+    logger()->warn("sandbox {}: teardown failed", impl_->id);
+  }
+}
+
+std::optional<std::string> PyodideSandbox::sandbox_id() const { return impl_->id; }
+
+Capabilities PyodideSandbox::capabilities() const {
+  Capabilities c;
+  c.stateful = true;
+  c.shell_commands = false;
+  c.file_download = true;
+  c.filesystem = true;
+  c.packages = true;
+  c.network = false;
+  c.interrupt = true;
+  c.languages = {Language::kPython};
+  c.upload_dir = kUploadDir;
+  return c;
+}
+
+ExecutionResult PyodideSandbox::do_execute_code(std::string_view code, const ExecuteOptions& options) {
+  impl_->check_alive();
+  return impl_->execute(code, options);
+}
+
+ExecutionResult PyodideSandbox::do_execute_command(std::string_view command, const CommandOptions&) {
+  impl_->check_alive();
+  ExecutionResult r;
+  r.status = ExecutionStatus::kError;
+  r.code = std::string(command);
+  r.exit_code = -1;
+  r.error = "shell commands are not available in the Pyodide sandbox (Python runs in WebAssembly, with no "
+            "processes); use execute_code";
+  return r;
+}
+
+void PyodideSandbox::do_set_timeout(std::chrono::seconds) {
+  impl_->check_alive();  // a local runtime has no lease to renew
+}
+
+void PyodideSandbox::do_write_file(std::string_view path, std::string_view data) {
+  impl_->check_alive();
+  std::lock_guard call(impl_->call_mu);
+  impl_->check_alive();
+  if (auto e = impl_->write_bytes(path, data, deadline_from(std::nullopt, kDefaultFileTimeout))) {
+    Impl::throw_file_error(*e, Stage::kUpload);
+  }
+}
+
+std::string PyodideSandbox::do_read_file(std::string_view path) {
+  impl_->check_alive();
+  std::lock_guard call(impl_->call_mu);
+  impl_->check_alive();
+  std::string data;
+  if (auto e = impl_->read_chunks(path, deadline_from(std::nullopt, kDefaultFileTimeout),
+                                  [&](const std::string& chunk) { data += chunk; })) {
+    Impl::throw_file_error(*e, Stage::kDownload);
+  }
+  return data;
+}
+
+std::vector<FileInfo> PyodideSandbox::do_list_files(std::string_view dir) {
+  impl_->check_alive();
+  std::lock_guard call(impl_->call_mu);
+  impl_->check_alive();
+  auto answer = impl_->file_request({{"op", "list"}, {"path", dir}}, {}, deadline_from(std::nullopt, kDefaultFileTimeout));
+  if (auto* e = std::get_if<Impl::FileError>(&answer)) Impl::throw_file_error(*e, Stage::kDownload);
+  const auto& f = std::get<Frame>(answer);
+  if (auto e = Impl::answer_error(f, "list", dir)) Impl::throw_file_error(*e, Stage::kDownload);
+  std::vector<FileInfo> files;
+  try {
+    for (const auto& entry : f.header.at("entries")) {
+      files.push_back(FileInfo{entry.at("name").get<std::string>(), entry.at("path").get<std::string>(),
+                               entry.at("dir").get<bool>(), entry.at("size").get<std::uint64_t>()});
+    }
+  } catch (const json::exception& e) {
+    throw SandboxExecutionError("malformed listing from the Pyodide runtime", Stage::kDownload, ErrorKind::kInternal);
+  }
+  std::sort(files.begin(), files.end(), [](const FileInfo& a, const FileInfo& b) { return a.name < b.name; });
+  return files;
+}
+
+void PyodideSandbox::do_remove_file(std::string_view path) {
+  impl_->check_alive();
+  std::lock_guard call(impl_->call_mu);
+  impl_->check_alive();
+  auto answer = impl_->file_request({{"op", "remove"}, {"path", path}}, {}, deadline_from(std::nullopt, kDefaultFileTimeout));
+  if (auto* e = std::get_if<Impl::FileError>(&answer)) Impl::throw_file_error(*e, Stage::kUpload);
+  if (auto e = Impl::answer_error(std::get<Frame>(answer), "remove", path)) Impl::throw_file_error(*e, Stage::kUpload);
+}
+
+void PyodideSandbox::do_make_dir(std::string_view path) {
+  impl_->check_alive();
+  std::lock_guard call(impl_->call_mu);
+  impl_->check_alive();
+  auto answer = impl_->file_request({{"op", "mkdir"}, {"path", path}}, {}, deadline_from(std::nullopt, kDefaultFileTimeout));
+  if (auto* e = std::get_if<Impl::FileError>(&answer)) Impl::throw_file_error(*e, Stage::kUpload);
+  if (auto e = Impl::answer_error(std::get<Frame>(answer), "mkdir", path)) Impl::throw_file_error(*e, Stage::kUpload);
+}
+
+std::optional<std::string> PyodideSandbox::do_download_file(std::string_view path, Timeout timeout) {
+  impl_->check_alive();
+  std::lock_guard call(impl_->call_mu);
+  impl_->check_alive();
+  std::string data;
+  if (auto e = impl_->read_chunks(path, deadline_from(timeout, kDefaultFileTimeout),
+                                  [&](const std::string& chunk) { data += chunk; })) {
+    logger()->debug("sandbox {}: download_file failed: {}", impl_->id, e->message);
+    return std::nullopt;
+  }
+  return data;
+}
+
+bool PyodideSandbox::do_download_file_to(std::string_view path, const fs::path& destination, Timeout timeout) {
+  impl_->check_alive();
+  std::lock_guard call(impl_->call_mu);
+  impl_->check_alive();
+  fs::path partial = destination;
+  partial += ".part";
+  std::ofstream file(partial, std::ios::binary | std::ios::trunc);
+  if (!file) {
+    logger()->debug("sandbox {}: cannot write '{}'", impl_->id, partial.string());
+    return false;
+  }
+  bool write_failed = false;
+  auto e = impl_->read_chunks(path, deadline_from(timeout, kDefaultFileTimeout), [&](const std::string& chunk) {
+    file.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    if (!file) write_failed = true;
+  });
+  file.close();
+  std::error_code ec;
+  if (e || write_failed || !file) {
+    fs::remove(partial, ec);
+    return false;
+  }
+  fs::rename(partial, destination, ec);
+  if (ec) {
+    fs::remove(partial, ec);
+    return false;
+  }
+  return true;
+}
+
+void PyodideSandbox::do_terminate(Timeout) {
+  if (impl_->terminated) return;
+  impl_->terminating = true;
+  impl_->wake();
+  if (auto h = impl_->current_host()) h->child.kill();  // ends a call in flight at once
+  std::lock_guard call(impl_->call_mu);
+  if (impl_->terminated) return;
+  impl_->kill_host();
+  std::error_code ec;
+  fs::remove_all(impl_->deno_dir, ec);
+  if (ec) logger()->warn("sandbox {}: could not remove '{}': {}", impl_->id, impl_->deno_dir.string(), ec.message());
+  impl_->terminated = true;
+}
+
+}  // namespace code_interpreter
