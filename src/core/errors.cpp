@@ -12,19 +12,28 @@ CodeInterpreterError::CodeInterpreterError(std::string message, Stage stage, Err
       classifier_(classifier != nullptr ? classifier : &BaseSandbox::is_transient_create_error) {}
 
 namespace {
-// Applies `classify` to `link` and to every std::exception nested below it.
-bool any_transient(const std::exception& link, CodeInterpreterError::TransientClassifier classify) noexcept {
-  if (classify(link)) return true;
-  const auto* nested = dynamic_cast<const std::nested_exception*>(&link);
+bool any_transient(const std::exception& link, CodeInterpreterError::TransientClassifier classify) noexcept;
+
+// Applies `classify` to every std::exception nested below `nested`.
+bool any_nested_transient(const std::nested_exception* nested,
+                          CodeInterpreterError::TransientClassifier classify) noexcept {
   if (nested == nullptr || nested->nested_ptr() == nullptr) return false;
   try {
     std::rethrow_exception(nested->nested_ptr());
   } catch (const std::exception& inner) {
     return any_transient(inner, classify);
+  } catch (const std::nested_exception& inner) {
+    // A link that is not a std::exception is skipped, but the chain nested below it is still walked.
+    return any_nested_transient(&inner, classify);
   } catch (...) {
-    // A link that is not a std::exception is skipped; it can carry no further nesting we could read.
     return false;
   }
+}
+
+// Applies `classify` to `link` and to every std::exception nested below it.
+bool any_transient(const std::exception& link, CodeInterpreterError::TransientClassifier classify) noexcept {
+  if (classify(link)) return true;
+  return any_nested_transient(dynamic_cast<const std::nested_exception*>(&link), classify);
 }
 }  // namespace
 

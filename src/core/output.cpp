@@ -15,7 +15,15 @@ void OutputStream::emit(std::string_view raw) {
       truncated_ = true;
     }
   }
-  if (callback_ != nullptr && *callback_) (*callback_)(line);
+  if (callback_ == nullptr || !*callback_) return;
+  // Repair can triple the size of ill-formed bytes: cut the decoded line again so no piece exceeds kMaxPiece.
+  std::string_view rest = line;
+  while (rest.size() > kMaxPiece) {
+    const std::size_t cut = utf8_char_boundary(rest, kMaxPiece);
+    (*callback_)(rest.substr(0, cut));
+    rest.remove_prefix(cut);
+  }
+  (*callback_)(rest);
 }
 
 void OutputStream::feed(std::string_view bytes) {

@@ -67,7 +67,7 @@ std::string utf8_replacing(std::string_view bytes) {
 std::size_t utf8_safe_cut(std::string_view bytes, std::size_t limit) {
   if (limit >= bytes.size()) return bytes.size();
   const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
-  for (std::size_t back = 0; back < 4 && back < limit; ++back) {
+  for (std::size_t back = 0; back < 4 && back <= limit; ++back) {
     if (!is_continuation(s[limit - back])) return limit - back;
   }
   return limit;

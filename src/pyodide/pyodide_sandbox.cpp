@@ -716,7 +716,7 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
       r.state_lost = true;
       return r;
     }
-    if (w == Wait::kMalformed) {
+    if (w == Wait::kMalformed || (w == Wait::kEof && !why.empty() && !terminating)) {
       r.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
       respawn();
       finish_streams();

@@ -125,7 +125,9 @@ async function execute(header, body) {
   try {
     outcome = JSON.parse(await runner.run(code, env));
   } catch (e) {
-    // Only an interrupt that lands in the runner's own bookkeeping gets here.
+    // After a fatal error the interpreter is unusable: end the process so the C++ side sees the loss and respawns.
+    if (e && e.pyodide_fatal_error) Deno.exit(70);
+    // Otherwise only an interrupt that lands in the runner's own bookkeeping gets here.
     outcome = { status: "interrupted", error: { name: String(e?.type ?? "Error"), value: firstLine(e), traceback: "" } };
   }
   Atomics.store(slots, 0, 0);

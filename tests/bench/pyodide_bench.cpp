@@ -1,0 +1,384 @@
+// pyodide_bench: how much the Pyodide sandbox adds on top of Pyodide itself.
+//
+//   pyodide_bench [--cold N] [--warm M] [--runtime DIR] [--raw-script FILE] [--raw-interrupt-buffer]
+//
+// cold: from PyodideSandbox::create() until execute_code("1+1") returns "2", against raw_pyodide.mjs's
+//       performance.now() when its first runner.run("1+1") resolves (same Deno, flags, permissions, runner.py).
+// warm: one execute_code("1+1") round trip after kWarmup calls, against one `await runner.run("1+1", "{}")` inside
+//       Deno. The difference is the C++ <-> Deno frame transport, the stdin worker and the result handling.
+//
+// Cold runs of the two sides alternate so that drift of a shared machine affects both alike. The last cold sandbox
+// and the last raw process go on to the warm phase, which saves two runtime starts; each cold figure is taken before
+// any warm call runs. Exit status: 0 when every measurement ran (whether or not the targets are met), 1 when a run
+// failed, 64 for bad usage.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "code_interpreter/code_interpreter.hpp"
+
+extern char** environ;
+
+namespace ci = code_interpreter;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int kWarmup = 50;
+constexpr double kColdTarget = 1.2;
+constexpr double kWarmTarget = 1.5;
+// A raw run that says nothing for this long is stuck; the bench fails rather than hanging.
+constexpr int kRawTimeoutMs = 300'000;
+
+struct Args {
+  int cold = 5;
+  int warm = 2000;
+  fs::path runtime = CI_BENCH_RUNTIME_DIR;
+  fs::path raw_script = CI_BENCH_RAW_SCRIPT;
+  bool raw_interrupt_buffer = false;
+};
+
+double ms_since(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double, std::milli>(end - start).count();
+}
+
+struct Stats {
+  double median = 0;
+  double p99 = 0;
+  double min = 0;
+};
+
+// Median (mean of the two middle values for an even count) and nearest-rank p99, the same for both columns.
+Stats stats_of(std::vector<double> v) {
+  if (v.empty()) throw std::runtime_error("no samples");
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  Stats s;
+  s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  s.p99 = v[static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(n))) - 1];
+  s.min = v.front();
+  return s;
+}
+
+void print_machine_facts() {
+  std::string model = "unknown";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) model = line.substr(line.find_first_not_of(" \t", colon + 1));
+      break;
+    }
+  }
+  double load[3] = {0, 0, 0};
+  const bool have_load = ::getloadavg(load, 3) == 3;
+  std::printf("machine: nproc %ld, CPU %s", ::sysconf(_SC_NPROCESSORS_ONLN), model.c_str());
+  if (have_load) std::printf(", load average %.2f %.2f %.2f", load[0], load[1], load[2]);
+  std::printf("\n");
+}
+
+// Reads the runtime's large files once, so the first timed start of either side does not pay for the disk.
+void prime_page_cache(const fs::path& runtime) {
+  const fs::path pyodide = runtime / "node_modules" / "pyodide";
+  std::vector<char> buf(1 << 20);
+  for (const fs::path& f : {runtime / "node_modules" / "@deno" / "linux-x64-glibc" / "deno",
+                            pyodide / "pyodide.asm.wasm", pyodide / "python_stdlib.zip", pyodide / "pyodide.asm.mjs",
+                            pyodide / "pyodide.mjs", pyodide / "pyodide-lock.json"}) {
+    std::ifstream in(f, std::ios::binary);
+    while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    }
+  }
+}
+
+// ---- our side ----
+
+struct OursCold {
+  double total_ms = 0;   // create() called -> execute_code("1+1") returned
+  double create_ms = 0;  // of which create()
+};
+
+void check_two(const ci::ExecutionResult& r, const char* when) {
+  const bool ok = r.status == ci::ExecutionStatus::kSuccess && r.results.size() == 1 && r.results[0].is_main_result &&
+                  r.results[0].data.count("text/plain") && r.results[0].data.at("text/plain") == "2";
+  if (!ok) {
+    throw std::runtime_error(std::string("execute_code(\"1+1\") ") + when + " did not return 2: " +
+                             std::string(ci::to_string(r.status)) + " " + r.text());
+  }
+}
+
+OursCold ours_cold(const fs::path& runtime, std::unique_ptr<ci::PyodideSandbox>& keep) {
+  ci::PyodideOptions options;
+  options.runtime_dir = runtime;
+  const auto t0 = Clock::now();
+  auto sandbox = ci::PyodideSandbox::create(std::move(options));
+  const auto t1 = Clock::now();
+  const auto r = sandbox->execute_code("1+1");
+  const auto t2 = Clock::now();
+  check_two(r, "after create");
+  keep = std::move(sandbox);
+  return {ms_since(t0, t2), ms_since(t0, t1)};
+}
+
+std::vector<double> ours_warm(ci::PyodideSandbox& sandbox, int count) {
+  for (int i = 0; i < kWarmup; ++i) check_two(sandbox.execute_code("1+1"), "during warm-up");
+  std::vector<double> samples;
+  samples.reserve(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    const auto t0 = Clock::now();
+    const auto r = sandbox.execute_code("1+1");
+    const auto t1 = Clock::now();
+    check_two(r, "while timed");
+    samples.push_back(ms_since(t0, t1));
+  }
+  return samples;
+}
+
+// ---- the raw side ----
+
+struct RawRun {
+  double cold_ms = 0;        // performance.now() inside Deno when the first run("1+1") resolved
+  double spawn_to_line_ms = 0;  // measured here: spawn -> the JSON line arrived (includes Deno's own boot)
+  std::vector<double> warm_ms;
+  std::string pyodide_version;
+  std::string deno_version;
+};
+
+// Runs raw_pyodide.mjs in the runtime's Deno with the flags, permissions and environment PyodideSandbox uses,
+// plus read access to the script itself.
+RawRun raw_run(const Args& args, int warm_calls) {
+  const fs::path runtime = fs::canonical(args.runtime);
+  const fs::path script = fs::canonical(args.raw_script);
+  const fs::path deno = runtime / "node_modules" / "@deno" / "linux-x64-glibc" / "deno";
+  std::string allow = "--allow-read=";
+  for (const char* f : {"host.mjs", "frames.mjs", "stdin_worker.mjs", "runner.py"}) allow += (runtime / f).string() + ",";
+  allow += (runtime / "node_modules" / "pyodide").string() + "," + script.string();
+
+  std::string deno_dir = (fs::temp_directory_path() / "pyodide_bench-deno-XXXXXX").string();
+  if (::mkdtemp(deno_dir.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  struct RemoveDir {
+    std::string dir;
+    ~RemoveDir() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } remove_dir{deno_dir};
+
+  std::vector<std::string> argv_s = {deno.string(),
+                                     "run",
+                                     "--no-prompt",
+                                     "--no-remote",
+                                     "--no-config",
+                                     "--no-npm",
+                                     "--no-lock",
+                                     allow,
+                                     "--v8-flags=--disallow-code-generation-from-strings",
+                                     script.string(),
+                                     runtime.string(),
+                                     std::to_string(warm_calls > 0 ? kWarmup : 0),
+                                     std::to_string(warm_calls)};
+  if (args.raw_interrupt_buffer) argv_s.push_back("--interrupt-buffer");
+  std::vector<std::string> env_s = {"DENO_DIR=" + deno_dir, "NO_COLOR=1", "DENO_NO_UPDATE_CHECK=1",
+                                    "DENO_NO_PROMPT=1"};
+  std::vector<char*> argv, envp;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);  // stderr stays ours, so a failure is visible
+  pid_t pid = -1;
+  const auto started = Clock::now();
+  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  if (rc != 0) {
+    ::close(out[0]);
+    throw std::runtime_error("posix_spawn of Deno failed: " + std::string(std::strerror(rc)));
+  }
+
+  std::string text;
+  std::optional<Clock::time_point> line_at;
+  bool timed_out = false;
+  for (;;) {
+    pollfd p{out[0], POLLIN, 0};
+    const int n = ::poll(&p, 1, kRawTimeoutMs);
+    if (n == 0) {
+      timed_out = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    char buf[1 << 16];
+    const ssize_t got = ::read(out[0], buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    text.append(buf, static_cast<std::size_t>(got));
+    if (!line_at && text.find('\n') != std::string::npos) line_at = Clock::now();
+  }
+  ::close(out[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) throw std::runtime_error("raw_pyodide.mjs produced nothing for " + std::to_string(kRawTimeoutMs) + " ms");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !line_at) {
+    throw std::runtime_error("raw_pyodide.mjs failed (status " + std::to_string(status) + "): " + text);
+  }
+
+  const auto j = nlohmann::json::parse(text.substr(0, text.find('\n')));
+  RawRun r;
+  r.cold_ms = j.at("cold_ms").get<double>();
+  r.spawn_to_line_ms = ms_since(started, *line_at);
+  r.warm_ms = j.at("warm_ms").get<std::vector<double>>();
+  r.pyodide_version = j.at("pyodide").get<std::string>();
+  r.deno_version = j.at("deno").get<std::string>();
+  if (static_cast<int>(r.warm_ms.size()) != warm_calls) throw std::runtime_error("raw_pyodide.mjs: wrong sample count");
+  return r;
+}
+
+// ---- report ----
+
+void print_row(const char* metric, const std::string& ours, const std::string& raw, std::optional<double> ratio,
+               std::optional<double> target) {
+  std::string ratio_text;
+  char buf[32];
+  if (ratio) {
+    std::snprintf(buf, sizeof buf, "%.2f", *ratio);
+    ratio_text = buf;
+  }
+  std::string target_text;
+  if (target && ratio) {
+    std::snprintf(buf, sizeof buf, "<= %.2f ", *target);
+    target_text = std::string(buf) + (*ratio <= *target ? "met" : "NOT met");
+  }
+  std::printf("%-26s %12s %12s %6s  %s\n", metric, ours.c_str(), raw.c_str(), ratio_text.c_str(),
+              target_text.c_str());
+}
+
+std::string fmt_ms(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f ms", decimals, v);
+  return buf;
+}
+
+int usage(const char* message) {
+  std::fprintf(stderr,
+               "pyodide_bench: %s\nusage: pyodide_bench [--cold N] [--warm M] [--runtime DIR] [--raw-script FILE] "
+               "[--raw-interrupt-buffer]\n",
+               message);
+  return 64;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    auto positive = [&](int& into) {
+      if (i + 1 >= argc) return false;
+      char* end = nullptr;
+      const long v = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || v < 1 || v > 1'000'000) return false;
+      into = static_cast<int>(v);
+      return true;
+    };
+    if (a == "--cold") {
+      if (!positive(args.cold)) return usage("--cold takes a positive count");
+    } else if (a == "--warm") {
+      if (!positive(args.warm)) return usage("--warm takes a positive count");
+    } else if (a == "--runtime" && i + 1 < argc) {
+      args.runtime = argv[++i];
+    } else if (a == "--raw-script" && i + 1 < argc) {
+      args.raw_script = argv[++i];
+    } else if (a == "--raw-interrupt-buffer") {
+      args.raw_interrupt_buffer = true;
+    } else {
+      return usage("unknown argument");
+    }
+  }
+
+  try {
+    print_machine_facts();
+    prime_page_cache(args.runtime);
+
+    std::vector<double> ours_cold_ms, ours_create_ms, ours_first_exec_ms, raw_cold_ms, raw_spawn_ms;
+    std::unique_ptr<ci::PyodideSandbox> sandbox;
+    RawRun raw_warm_run;
+    for (int i = 0; i < args.cold; ++i) {
+      const bool last = i + 1 == args.cold;
+      RawRun raw = raw_run(args, last ? args.warm : 0);
+      raw_cold_ms.push_back(raw.cold_ms);
+      // The last raw run's line comes only after its warm calls, so it says nothing about the start.
+      if (!last) raw_spawn_ms.push_back(raw.spawn_to_line_ms);
+      if (last) raw_warm_run = std::move(raw);
+
+      sandbox.reset();  // the previous sandbox is gone before the next start is timed
+      const OursCold c = ours_cold(args.runtime, sandbox);
+      ours_cold_ms.push_back(c.total_ms);
+      ours_create_ms.push_back(c.create_ms);
+      ours_first_exec_ms.push_back(c.total_ms - c.create_ms);
+      std::fprintf(stderr, "cold run %d/%d: ours %.0f ms (create %.0f ms), raw %.0f ms\n", i + 1, args.cold,
+                   c.total_ms, c.create_ms, raw_cold_ms.back());
+    }
+    const std::vector<double> ours_warm_ms = ours_warm(*sandbox, args.warm);
+    sandbox.reset();
+
+    std::printf("runtime: %s (Pyodide %s, Deno %s)\n", fs::canonical(args.runtime).c_str(),
+                raw_warm_run.pyodide_version.c_str(), raw_warm_run.deno_version.c_str());
+    std::printf("runs: %d cold each side, %d warm calls after %d warm-up%s\n\n", args.cold, args.warm, kWarmup,
+                args.raw_interrupt_buffer ? "; raw side with an interrupt buffer" : "");
+
+    const Stats oc = stats_of(ours_cold_ms), rc = stats_of(raw_cold_ms);
+    const Stats ow = stats_of(ours_warm_ms), rw = stats_of(raw_warm_run.warm_ms);
+    std::printf("%-26s %12s %12s %6s  %s\n", "metric", "ours", "raw", "ratio", "target");
+    print_row("cold create->result med", fmt_ms(oc.median, 0), fmt_ms(rc.median, 0), oc.median / rc.median,
+              kColdTarget);
+    print_row("cold create->result min", fmt_ms(oc.min, 0), fmt_ms(rc.min, 0), oc.min / rc.min, std::nullopt);
+    print_row("warm 1+1 median", fmt_ms(ow.median, 3), fmt_ms(rw.median, 3), ow.median / rw.median, kWarmTarget);
+    print_row("warm 1+1 p99", fmt_ms(ow.p99, 3), fmt_ms(rw.p99, 3), ow.p99 / rw.p99, std::nullopt);
+    std::printf("\n");
+    std::printf("ours: create() alone, median %.0f ms; first execute_code after create, median %.0f ms\n",
+                stats_of(ours_create_ms).median, stats_of(ours_first_exec_ms).median);
+    if (!raw_spawn_ms.empty()) {
+      std::printf("raw: spawn -> JSON line measured from C++, median %.0f ms (Deno's clock starts after its own "
+                  "boot)\n",
+                  stats_of(raw_spawn_ms).median);
+    }
+    std::printf("warm min: ours %.3f ms, raw %.3f ms\n", ow.min, rw.min);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pyodide_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

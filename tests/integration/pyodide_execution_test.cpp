@@ -1,0 +1,414 @@
+// Execution semantics of the Pyodide sandbox: real Python in real Deno.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <stop_token>
+#include <thread>
+
+#include "pyodide_test_support.hpp"
+
+using test_support::make_sandbox;
+
+namespace {
+const std::string kTraceHead = "Traceback (most recent call last):\n";
+}
+
+TEST_CASE("state persists across execute_code calls of one sandbox", "[execute]") {
+  auto sb = make_sandbox();
+  auto a = sb->execute_code("x = 41\ndef f():\n    return x + 1\n");
+  REQUIRE(a.status == ci::ExecutionStatus::kSuccess);
+  auto b = sb->execute_code("f()");
+  REQUIRE(b.status == ci::ExecutionStatus::kSuccess);
+  REQUIRE(b.results.size() == 1);
+  CHECK(b.results[0].data.at("text/plain") == "42");
+  CHECK(b.results[0].is_main_result);
+}
+
+TEST_CASE("state is never shared between sandboxes", "[execute]") {
+  auto one = make_sandbox();
+  auto two = make_sandbox();
+  REQUIRE(one->execute_code("shared_name = 1").status == ci::ExecutionStatus::kSuccess);
+  one->write_file("/files/only_in_one.txt", "1");
+  auto r = two->execute_code("shared_name");
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  REQUIRE(r.code_error.has_value());
+  CHECK(r.code_error->name == "NameError");
+  CHECK(r.code_error->value == "name 'shared_name' is not defined");
+  CHECK_FALSE(two->download_file("/files/only_in_one.txt").has_value());
+  CHECK(one->sandbox_id() != two->sandbox_id());
+}
+
+TEST_CASE("a successful run has exit_code 0, no failure, and its duration", "[execute]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code("print('hi')");
+  CHECK(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.code == "print('hi')");
+  CHECK(r.stdout_text == "hi\n");
+  CHECK(r.stderr_text == "");
+  CHECK(r.error == "");
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(r.failure.has_value());
+  CHECK_FALSE(r.code_error.has_value());
+  CHECK_FALSE(r.timeout_kind.has_value());
+  CHECK_FALSE(r.state_lost);
+  CHECK_FALSE(r.truncated);
+  REQUIRE(r.duration.has_value());
+  CHECK(r.duration->count() >= 0);
+  CHECK(r.results.empty());
+  CHECK(r.text() == "hi");
+}
+
+TEST_CASE("the last expression's value is the main text/plain result", "[execute]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code("x = [1, 2]\nx + [3]");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  REQUIRE(r.results.size() == 1);
+  CHECK(r.results[0].data == std::map<std::string, std::string>{{"text/plain", "[1, 2, 3]"}});
+  CHECK(r.results[0].is_main_result);
+  auto s = sb->execute_code("'text'");
+  REQUIRE(s.results.size() == 1);
+  CHECK(s.results[0].data.at("text/plain") == "'text'");
+}
+
+TEST_CASE("None, a statement or a trailing semicolon give no result", "[execute]") {
+  auto sb = make_sandbox();
+  for (const char* code : {"None", "y = 5", "1 + 1;", "print('p')"}) {
+    auto r = sb->execute_code(code);
+    INFO(code);
+    CHECK(r.status == ci::ExecutionStatus::kSuccess);
+    CHECK(r.results.empty());
+  }
+}
+
+TEST_CASE("an uncaught exception is ERROR with exit_code 1 and a traceback without host frames", "[execute]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code("print('before')\ndef g():\n    return 1 / 0\ng()");
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  CHECK(r.exit_code == 1);
+  CHECK(r.stdout_text == "before\n");
+  CHECK_FALSE(r.failure.has_value());
+  REQUIRE(r.code_error.has_value());
+  CHECK(r.code_error->name == "ZeroDivisionError");
+  CHECK(r.code_error->value == "division by zero");
+  const std::string tb = kTraceHead +
+                         "  File \"<code>\", line 4, in <module>\n"
+                         "  File \"<code>\", line 3, in g\n"
+                         "ZeroDivisionError: division by zero";
+  CHECK(r.code_error->traceback == tb);
+  CHECK(r.error == tb);
+  CHECK(r.text() == "before\n" + tb);
+  CHECK(r.results.empty());
+  CHECK_FALSE(r.state_lost);
+  // The interpreter survives.
+  CHECK(sb->execute_code("2 + 2").results.at(0).data.at("text/plain") == "4");
+}
+
+TEST_CASE("a SyntaxError is ERROR with the offending line and no traceback frames", "[execute]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code("x = (");
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  CHECK(r.exit_code == 1);
+  REQUIRE(r.code_error.has_value());
+  CHECK(r.code_error->name == "SyntaxError");
+  CHECK(r.code_error->value == "'(' was never closed (<code>, line 1)");
+  CHECK(r.code_error->traceback == "  File \"<code>\", line 1\n    x = (\n        ^\nSyntaxError: '(' was never closed");
+}
+
+TEST_CASE("sys.exit sets the exit code: 0 is SUCCESS, n is ERROR with n, a message is 1", "[execute]") {
+  auto sb = make_sandbox();
+  auto zero = sb->execute_code("import sys\nprint('bye')\nsys.exit(0)");
+  CHECK(zero.status == ci::ExecutionStatus::kSuccess);
+  CHECK(zero.exit_code == 0);
+  CHECK(zero.stdout_text == "bye\n");
+  CHECK_FALSE(zero.code_error.has_value());
+
+  auto none = sb->execute_code("import sys; sys.exit()");
+  CHECK(none.status == ci::ExecutionStatus::kSuccess);
+  CHECK(none.exit_code == 0);
+
+  auto three = sb->execute_code("import sys; sys.exit(3)");
+  CHECK(three.status == ci::ExecutionStatus::kError);
+  CHECK(three.exit_code == 3);
+  REQUIRE(three.code_error.has_value());
+  CHECK(three.code_error->name == "SystemExit");
+  CHECK(three.code_error->value == "3");
+  CHECK_FALSE(three.failure.has_value());
+
+  auto message = sb->execute_code("import sys; sys.exit('fatal problem')");
+  CHECK(message.status == ci::ExecutionStatus::kError);
+  CHECK(message.exit_code == 1);
+  REQUIRE(message.code_error.has_value());
+  CHECK(message.code_error->value == "fatal problem");
+  // The interpreter survives SystemExit.
+  CHECK(sb->execute_code("'alive'").results.at(0).data.at("text/plain") == "'alive'");
+}
+
+TEST_CASE("deep recursion is a RecursionError and never kills the runtime", "[execute]") {
+  auto sb = make_sandbox();
+  REQUIRE(sb->execute_code("kept = 'state'").status == ci::ExecutionStatus::kSuccess);
+  auto r = sb->execute_code("def f(n):\n    return f(n + 1)\nf(0)");
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  CHECK(r.exit_code == 1);
+  REQUIRE(r.code_error.has_value());
+  CHECK(r.code_error->name == "RecursionError");
+  CHECK(r.code_error->value == "maximum recursion depth exceeded");
+  CHECK_FALSE(r.state_lost);
+  CHECK(sb->execute_code("kept").results.at(0).data.at("text/plain") == "'state'");
+}
+
+TEST_CASE("a KeyboardInterrupt raised by the code itself is an ordinary ERROR", "[execute]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code("raise KeyboardInterrupt('by the code')");
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  CHECK(r.exit_code == 1);
+  REQUIRE(r.code_error.has_value());
+  CHECK(r.code_error->name == "KeyboardInterrupt");
+  CHECK(r.code_error->value == "by the code");
+  CHECK_FALSE(r.timeout_kind.has_value());
+}
+
+TEST_CASE("stdout and stderr are kept apart and delivered one line at a time with their newline", "[output]") {
+  auto sb = make_sandbox();
+  std::vector<std::string> out, err;
+  ci::ExecuteOptions o;
+  o.on_stdout = [&](std::string_view line) { out.emplace_back(line); };
+  o.on_stderr = [&](std::string_view line) { err.emplace_back(line); };
+  auto r = sb->execute_code(
+      "import sys\nprint('one')\nprint('two\\nthree')\nprint('warn', file=sys.stderr)\nprint('tail', end='')", o);
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(out == std::vector<std::string>{"one\n", "two\n", "three\n", "tail"});
+  CHECK(err == std::vector<std::string>{"warn\n"});
+  CHECK(r.stdout_text == "one\ntwo\nthree\ntail");
+  CHECK(r.stderr_text == "warn\n");
+}
+
+TEST_CASE("a partial last line is delivered and never leaks into the next call", "[output]") {
+  auto sb = make_sandbox();
+  auto a = sb->execute_code("print('partial', end='')");
+  CHECK(a.stdout_text == "partial");
+  auto b = sb->execute_code("print('next')");
+  CHECK(b.stdout_text == "next\n");
+}
+
+TEST_CASE("lines arrive while the code is still running", "[output]") {
+  auto sb = make_sandbox();
+  std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> seen;
+  ci::ExecuteOptions o;
+  o.on_stdout = [&](std::string_view line) { seen.emplace_back(std::string(line), std::chrono::steady_clock::now()); };
+  auto r = sb->execute_code("import time\nprint('first')\ntime.sleep(1.0)\nprint('second')", o);
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].first == "first\n");
+  CHECK(seen[1].first == "second\n");
+  CHECK(seen[1].second - seen[0].second >= 900ms);
+}
+
+TEST_CASE("invalid UTF-8 output is replaced exactly as Python's decode('utf-8', 'replace')", "[output]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code(
+      "import sys\nsys.stdout.buffer.write(b'a\\xffb\\xe2\\x82c\\xf0\\x9f\\x98\\x80\\n')\nsys.stdout.flush()");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.stdout_text == "a\xEF\xBF\xBD" "b\xEF\xBF\xBD" "c\xF0\x9F\x98\x80\n");
+}
+
+TEST_CASE("output past the cap is cut and marked truncated while callbacks still get all of it", "[output]") {
+  ci::PyodideOptions options;
+  options.max_output_bytes = 1000;
+  auto sb = make_sandbox(options);
+  std::string streamed;
+  ci::ExecuteOptions o;
+  o.on_stdout = [&](std::string_view line) { streamed += line; };
+  auto r = sb->execute_code("print('x' * 5000)\nprint('y' * 10)", o);
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.truncated);
+  CHECK(r.stdout_text == std::string(1000, 'x'));
+  CHECK(streamed == std::string(5000, 'x') + "\n" + std::string(10, 'y') + "\n");
+  CHECK(r.text() == std::string(1000, 'x') + "\n[output truncated]");
+}
+
+TEST_CASE("a line over 64 KiB reaches the callback in 64 KiB pieces", "[output]") {
+  auto sb = make_sandbox();
+  std::vector<std::size_t> sizes;
+  ci::ExecuteOptions o;
+  o.on_stdout = [&](std::string_view line) { sizes.push_back(line.size()); };
+  auto r = sb->execute_code("print('z' * 150000)", o);
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(sizes == std::vector<std::size_t>{65536, 65536, 150000 - 2 * 65536 + 1});
+  CHECK(r.stdout_text == std::string(150000, 'z') + "\n");
+}
+
+TEST_CASE("env applies to one call only and earlier values come back", "[execute]") {
+  auto sb = make_sandbox();
+  REQUIRE(sb->execute_code("import os; os.environ['KEEP'] = 'original'").status == ci::ExecutionStatus::kSuccess);
+  ci::ExecuteOptions o;
+  o.env = {{"CI_TOKEN", "value-1"}, {"KEEP", "overridden"}};
+  auto r = sb->execute_code("import os\nos.environ['CI_TOKEN'], os.environ['KEEP']", o);
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.results.at(0).data.at("text/plain") == "('value-1', 'overridden')");
+  auto after = sb->execute_code("import os\nos.environ.get('CI_TOKEN'), os.environ['KEEP']");
+  CHECK(after.results.at(0).data.at("text/plain") == "(None, 'original')");
+}
+
+TEST_CASE("the host's environment is invisible to the code", "[security]") {
+  ::setenv("CI_HOST_SECRET", "sk-host-secret-value", 1);
+  auto sb = make_sandbox();
+  auto r = sb->execute_code("import os\n'CI_HOST_SECRET' in os.environ, 'sk-host' in repr(dict(os.environ))");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.results.at(0).data.at("text/plain") == "(False, False)");
+}
+
+TEST_CASE("reading stdin raises instead of reading the protocol pipe", "[security]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code("input()");
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  REQUIRE(r.code_error.has_value());
+  CHECK(r.code_error->name == "OSError");
+  CHECK(r.code_error->value == "[Errno 29] I/O error");
+}
+
+TEST_CASE("os.system runs nothing and the runtime survives", "[security]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code("import os\nos.system('echo escaped > /tmp/ci_escape_marker')");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.results.at(0).data.at("text/plain") == "32512");  // 127 << 8: command not found
+  CHECK_FALSE(std::filesystem::exists("/tmp/ci_escape_marker"));
+  CHECK(sb->execute_code("1").results.at(0).data.at("text/plain") == "1");
+}
+
+TEST_CASE("JavaScript globals and code generation are out of reach", "[security]") {
+  auto sb = make_sandbox();
+  auto js = sb->execute_code("import js\njs.Deno");
+  CHECK(js.status == ci::ExecutionStatus::kError);
+  REQUIRE(js.code_error.has_value());
+  CHECK(js.code_error->name == "AttributeError");
+  auto gen = sb->execute_code("import pyodide_js\npyodide_js.constructor.constructor('return 1')()");
+  CHECK(gen.status == ci::ExecutionStatus::kError);
+  REQUIRE(gen.code_error.has_value());
+  CHECK(gen.code_error->value == "EvalError: Code generation from strings disallowed for this context");
+}
+
+TEST_CASE("the host filesystem is invisible to the code", "[security]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code("open('/etc/hostname').read()");
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  REQUIRE(r.code_error.has_value());
+  CHECK(r.code_error->name == "FileNotFoundError");
+}
+
+TEST_CASE("execute_command is refused locally: ERROR, exit_code -1, no FailureDetail", "[execute]") {
+  auto sb = make_sandbox();
+  CHECK_FALSE(sb->capabilities().shell_commands);
+  auto r = sb->execute_command("ls");
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  CHECK(r.exit_code == -1);
+  CHECK_FALSE(r.failure.has_value());
+  CHECK(r.code == "ls");
+  CHECK(r.error ==
+        "shell commands are not available in the Pyodide sandbox (Python runs in WebAssembly, with no processes); "
+        "use execute_code");
+}
+
+TEST_CASE("capabilities describe the Pyodide backend", "[execute]") {
+  auto sb = make_sandbox();
+  ci::Capabilities expected;
+  expected.stateful = true;
+  expected.shell_commands = false;
+  expected.file_download = true;
+  expected.filesystem = true;
+  expected.packages = true;
+  expected.network = false;
+  expected.interrupt = true;
+  expected.languages = {ci::Language::kPython};
+  expected.upload_dir = "/files";
+  CHECK(sb->capabilities() == expected);
+  CHECK(sb->language() == ci::Language::kPython);
+  REQUIRE(sb->sandbox_id().has_value());
+  CHECK(sb->sandbox_id()->size() == std::string("pyodide-").size() + 16);
+  CHECK(sb->sandbox_id()->rfind("pyodide-", 0) == 0);
+}
+
+TEST_CASE("calls work through PyodideSandbox and through CodeInterpreterSandbox alike", "[execute]") {
+  auto sb = make_sandbox();
+  ci::PyodideSandbox& concrete = *sb;
+  ci::CodeInterpreterSandbox& base = *sb;
+  CHECK(concrete.execute_code("1 + 1").results.at(0).data.at("text/plain") == "2");
+  CHECK(base.execute_code("2 + 1").results.at(0).data.at("text/plain") == "3");
+  concrete.set_timeout(60s);
+  base.set_timeout(60s);
+  CHECK(concrete.execute_command("true").status == ci::ExecutionStatus::kError);
+  CHECK(base.download_file("/nope") == std::nullopt);
+}
+
+TEST_CASE("two threads executing on one sandbox are serialized and get unmixed output", "[concurrency]") {
+  auto sb = make_sandbox();
+  ci::ExecutionResult ra, rb;
+  auto job = [&](const std::string& tag, ci::ExecutionResult& out) {
+    out = sb->execute_code("import time\nfor i in range(5):\n    print('" + tag + "', i)\n    time.sleep(0.05)");
+  };
+  std::thread ta(job, "A", std::ref(ra));
+  std::thread tb(job, "B", std::ref(rb));
+  ta.join();
+  tb.join();
+  CHECK(ra.status == ci::ExecutionStatus::kSuccess);
+  CHECK(rb.status == ci::ExecutionStatus::kSuccess);
+  CHECK(ra.stdout_text == "A 0\nA 1\nA 2\nA 3\nA 4\n");
+  CHECK(rb.stdout_text == "B 0\nB 1\nB 2\nB 3\nB 4\n");
+}
+
+TEST_CASE("a throwing output callback makes the call UNKNOWN with callback.exception", "[output]") {
+  auto sb = make_sandbox();
+  int calls = 0;
+  ci::ExecuteOptions o;
+  o.on_stdout = [&](std::string_view) {
+    ++calls;
+    throw std::runtime_error("consumer failed");
+  };
+  auto r = sb->execute_code("print('a')\nprint('b')\nresult_kept = 1", o);
+  CHECK(r.status == ci::ExecutionStatus::kUnknown);
+  REQUIRE(r.failure.has_value());
+  CHECK(r.failure->exception_type == "callback.exception");
+  CHECK_FALSE(r.failure->retry_safe);
+  CHECK(r.exit_code == -1);
+  CHECK(calls == 1);
+  CHECK(r.error == "an output callback threw: consumer failed");
+  // The sandbox stays usable.
+  CHECK(sb->execute_code("'ok'").status == ci::ExecutionStatus::kSuccess);
+}
+
+TEST_CASE("a call cancelled before it starts never runs: ERROR with retry_safe", "[cancel]") {
+  auto sb = make_sandbox();
+  std::stop_source source;
+  source.request_stop();
+  ci::ExecuteOptions o;
+  o.cancel = source.get_token();
+  auto r = sb->execute_code("ran = True", o);
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  CHECK(r.exit_code == -1);
+  REQUIRE(r.failure.has_value());
+  CHECK(r.failure->exception_type == "cancelled");
+  CHECK(r.failure->retry_safe);
+  CHECK(sb->execute_code("'ran' in globals()").results.at(0).data.at("text/plain") == "False");
+}
+
+TEST_CASE("a call cancelled while running is interrupted: UNKNOWN, state kept", "[cancel]") {
+  auto sb = make_sandbox();
+  REQUIRE(sb->execute_code("kept = 7").status == ci::ExecutionStatus::kSuccess);
+  std::stop_source source;
+  ci::ExecuteOptions o;
+  o.cancel = source.get_token();
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(500ms);
+    source.request_stop();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = sb->execute_code("print('started', flush=True)\nwhile True:\n    pass", o);
+  canceller.join();
+  CHECK(std::chrono::steady_clock::now() - t0 < 3s);
+  CHECK(r.status == ci::ExecutionStatus::kUnknown);
+  REQUIRE(r.failure.has_value());
+  CHECK(r.failure->exception_type == "cancelled");
+  CHECK_FALSE(r.failure->retry_safe);
+  CHECK(r.stdout_text == "started\n");
+  CHECK_FALSE(r.state_lost);
+  CHECK(sb->execute_code("kept").results.at(0).data.at("text/plain") == "7");
+}

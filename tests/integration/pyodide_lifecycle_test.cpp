@@ -1,0 +1,298 @@
+// Creation, runtime checks, packages, hostile output and terminate.
+#include <catch2/catch.hpp>
+
+#include <stop_token>
+#include <thread>
+
+#include "pyodide_test_support.hpp"
+
+using test_support::make_sandbox;
+using test_support::RuntimeCopy;
+
+namespace {
+ci::PyodideOptions with_runtime(const std::filesystem::path& dir) {
+  ci::PyodideOptions o;
+  o.runtime_dir = dir;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("the default runtime directory is found beside the library", "[lifecycle]") {
+  CHECK(std::filesystem::equivalent(ci::PyodideSandbox::default_runtime_dir(), CI_TEST_RUNTIME_DIR));
+}
+
+TEST_CASE("a missing runtime directory is a TemplateBuildError naming it", "[lifecycle]") {
+  try {
+    (void)ci::PyodideSandbox::create(with_runtime("/nonexistent/runtime"));
+    FAIL("create succeeded");
+  } catch (const ci::TemplateBuildError& e) {
+    CHECK(e.stage() == ci::Stage::kTemplateBuild);
+    CHECK(e.kind() == ci::ErrorKind::kNotFound);
+    CHECK(std::string(e.what()).find("'/nonexistent/runtime' does not exist") != std::string::npos);
+    CHECK_FALSE(e.transient());
+  }
+}
+
+TEST_CASE("a runtime without Deno is a TemplateBuildError naming the missing file", "[lifecycle]") {
+  RuntimeCopy copy;
+  std::filesystem::remove(copy.dir() / "node_modules/@deno/linux-x64-glibc/deno");
+  try {
+    (void)ci::PyodideSandbox::create(with_runtime(copy.dir()));
+    FAIL("create succeeded");
+  } catch (const ci::TemplateBuildError& e) {
+    CHECK(e.stage() == ci::Stage::kTemplateBuild);
+    CHECK(std::string(e.what()).find("node_modules/@deno/linux-x64-glibc/deno is missing") != std::string::npos);
+  }
+}
+
+TEST_CASE("a runtime without the host script is a TemplateBuildError", "[lifecycle]") {
+  RuntimeCopy copy;
+  std::filesystem::remove(copy.dir() / "host.mjs");
+  try {
+    (void)ci::PyodideSandbox::create(with_runtime(copy.dir()));
+    FAIL("create succeeded");
+  } catch (const ci::TemplateBuildError& e) {
+    CHECK(std::string(e.what()).find("host.mjs is missing") != std::string::npos);
+  }
+}
+
+TEST_CASE("a runtime with another Pyodide version is a TemplateBuildError naming both versions", "[lifecycle]") {
+  RuntimeCopy copy;
+  auto pkg = test_support::read_text(copy.dir() / "node_modules/pyodide/package.json");
+  const auto at = pkg.find("\"version\": \"314.0.7\"");
+  REQUIRE(at != std::string::npos);
+  pkg.replace(at, std::string("\"version\": \"314.0.7\"").size(), "\"version\": \"0.27.0\"");
+  copy.rewrite("node_modules/pyodide/package.json", pkg);
+  try {
+    (void)ci::PyodideSandbox::create(with_runtime(copy.dir()));
+    FAIL("create succeeded");
+  } catch (const ci::TemplateBuildError& e) {
+    CHECK(e.stage() == ci::Stage::kTemplateBuild);
+    CHECK(std::string(e.what()).find("has Pyodide 0.27.0, but 314.0.7 is required") != std::string::npos);
+  }
+}
+
+TEST_CASE("a language other than Python is refused at configure", "[lifecycle]") {
+  ci::PyodideOptions o;
+  o.language = ci::Language::kJavaScript;
+  try {
+    (void)ci::PyodideSandbox::create(o);
+    FAIL("create succeeded");
+  } catch (const ci::SandboxStartError& e) {
+    CHECK(e.stage() == ci::Stage::kConfigure);
+    CHECK(e.kind() == ci::ErrorKind::kUnsupported);
+    CHECK(std::string(e.what()) == "the Pyodide sandbox runs only Python, not javascript");
+  }
+  CHECK(test_support::deno_children().empty());
+}
+
+TEST_CASE("additional_packages are installed from the wheel directory and importable", "[packages]") {
+  ci::PyodideOptions o;
+  o.additional_packages = {"ci-hello"};
+  o.wheel_dir = CI_TEST_WHEEL_DIR;
+  auto sb = make_sandbox(o);
+  CHECK(sb->additional_packages() == std::vector<std::string>{"ci-hello"});
+  auto r = sb->execute_code("import ci_hello\nci_hello.GREETING, ci_hello.greet('pyodide')");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.results.at(0).data.at("text/plain") == "('hello from a local wheel', 'hello, pyodide')");
+}
+
+TEST_CASE("a package without a wheel aborts creation at install_packages and leaves no process", "[packages]") {
+  ci::PyodideOptions o;
+  o.additional_packages = {"ci-hello", "no-such-package"};
+  o.wheel_dir = CI_TEST_WHEEL_DIR;
+  try {
+    (void)ci::PyodideSandbox::create(o);
+    FAIL("create succeeded");
+  } catch (const ci::SandboxStartError& e) {
+    CHECK(e.stage() == ci::Stage::kInstallPackages);
+    CHECK(e.kind() == ci::ErrorKind::kNotFound);
+    CHECK(std::string(e.what()) ==
+          "package 'no-such-package' has no wheel in '" + std::filesystem::canonical(CI_TEST_WHEEL_DIR).string() + "'");
+  }
+  CHECK(test_support::no_deno_children());
+}
+
+TEST_CASE("a wheel that cannot be installed aborts creation and leaves no process", "[packages]") {
+  ci::PyodideOptions o;
+  o.additional_packages = {"ci_broken"};
+  o.wheel_dir = CI_TEST_WHEEL_DIR;
+  try {
+    (void)ci::PyodideSandbox::create(o);
+    FAIL("create succeeded");
+  } catch (const ci::SandboxStartError& e) {
+    CHECK(e.stage() == ci::Stage::kInstallPackages);
+    CHECK(std::string(e.what()).rfind("installing additional_packages failed: ci_broken: ", 0) == 0);
+  }
+  CHECK(test_support::no_deno_children());
+}
+
+TEST_CASE("additional_packages without a wheel directory are refused before anything starts", "[packages]") {
+  ci::PyodideOptions o;
+  o.additional_packages = {"ci-hello"};
+  try {
+    (void)ci::PyodideSandbox::create(o);
+    FAIL("create succeeded");
+  } catch (const ci::SandboxStartError& e) {
+    CHECK(e.stage() == ci::Stage::kInstallPackages);
+    CHECK(e.kind() == ci::ErrorKind::kInvalidArgument);
+  }
+  CHECK(test_support::deno_children().empty());
+}
+
+TEST_CASE("packages are installed again when the runtime is respawned", "[packages][timing]") {
+  ci::PyodideOptions o;
+  o.additional_packages = {"ci_hello"};
+  o.wheel_dir = CI_TEST_WHEEL_DIR;
+  o.interrupt_grace = 500ms;
+  auto sb = make_sandbox(o);
+  ci::ExecuteOptions quick;
+  quick.timeout = 500ms;
+  auto killed = sb->execute_code("import time\ntime.sleep(10)", quick);
+  REQUIRE(killed.state_lost);
+  auto r = sb->execute_code("import ci_hello\nci_hello.greet('again')");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.results.at(0).data.at("text/plain") == "'hello, again'");
+}
+
+TEST_CASE("creation that does not finish within create_timeout fails transiently and leaves no process",
+          "[lifecycle]") {
+  ci::PyodideOptions o;
+  o.create_timeout = 50ms;
+  try {
+    (void)ci::PyodideSandbox::create(o);
+    FAIL("create succeeded");
+  } catch (const ci::SandboxStartError& e) {
+    CHECK(e.stage() == ci::Stage::kStartRuntime);
+    CHECK(e.kind() == ci::ErrorKind::kTimeout);
+    CHECK(e.transient());
+  }
+  CHECK(test_support::no_deno_children());
+}
+
+TEST_CASE("creation can be cancelled through its stop_token", "[lifecycle]") {
+  std::stop_source source;
+  ci::PyodideOptions o;
+  o.cancel = source.get_token();
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(300ms);
+    source.request_stop();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(ci::PyodideSandbox::create(o), ci::SandboxStartError);
+  canceller.join();
+  CHECK(std::chrono::steady_clock::now() - t0 < 2s);
+  CHECK(test_support::no_deno_children());
+}
+
+TEST_CASE("after terminate every call throws SandboxNotInitializedError and the identity stays", "[lifecycle]") {
+  auto sb = make_sandbox();
+  const auto id = sb->sandbox_id();
+  sb->terminate();
+  CHECK(test_support::no_deno_children());
+  auto expect_not_initialized = [](auto&& call) {
+    try {
+      call();
+      FAIL("no exception");
+    } catch (const ci::SandboxNotInitializedError& e) {
+      CHECK(std::string(e.what()) == "Sandbox is not initialized");
+      CHECK(e.stage() == ci::Stage::kNotInitialized);
+    }
+  };
+  expect_not_initialized([&] { (void)sb->execute_code("1"); });
+  expect_not_initialized([&] { (void)sb->execute_command("ls"); });
+  expect_not_initialized([&] { (void)sb->download_file("/files/x"); });
+  expect_not_initialized([&] { (void)sb->download_file_to("/files/x", "/tmp/ci-never-written"); });
+  expect_not_initialized([&] { sb->write_file("/files/x", "y"); });
+  expect_not_initialized([&] { (void)sb->read_file("/files/x"); });
+  expect_not_initialized([&] { (void)sb->list_files("/files"); });
+  expect_not_initialized([&] { sb->remove_file("/files/x"); });
+  expect_not_initialized([&] { sb->make_dir("/files/d"); });
+  expect_not_initialized([&] { sb->set_timeout(60s); });
+  CHECK_NOTHROW(sb->terminate());  // twice is fine
+  CHECK(sb->sandbox_id() == id);
+  CHECK(sb->language() == ci::Language::kPython);
+  CHECK(sb->additional_packages().empty());
+  CHECK(sb->capabilities().upload_dir == "/files");
+}
+
+TEST_CASE("terminate refuses a non-positive timeout", "[lifecycle]") {
+  auto sb = make_sandbox();
+  CHECK_THROWS_AS(sb->terminate(ci::kNoTimeout), std::invalid_argument);
+  CHECK_THROWS_AS(sb->terminate(std::chrono::milliseconds(-1)), std::invalid_argument);
+  CHECK(sb->execute_code("1").status == ci::ExecutionStatus::kSuccess);
+  sb->terminate(5000ms);
+  CHECK(test_support::no_deno_children());
+}
+
+TEST_CASE("destroying a sandbox ends its runtime", "[lifecycle]") {
+  {
+    auto sb = make_sandbox();
+    CHECK(test_support::deno_children().size() == 1);
+  }
+  CHECK(test_support::no_deno_children());
+}
+
+TEST_CASE("set_timeout is a no-op", "[lifecycle]") {
+  auto sb = make_sandbox();
+  REQUIRE(sb->execute_code("v = 3").status == ci::ExecutionStatus::kSuccess);
+  sb->set_timeout(1s);
+  CHECK(sb->execute_code("v").results.at(0).data.at("text/plain") == "3");
+}
+
+// ---- hostile output: a runtime whose host script was altered to misbehave on a marker ----
+
+namespace {
+std::unique_ptr<ci::PyodideSandbox> hostile_sandbox(RuntimeCopy& copy) {
+  auto host = test_support::read_text(copy.dir() / "host.mjs");
+  const std::string anchor = "  const started = performance.now();\n";
+  const auto at = host.find(anchor);
+  REQUIRE(at != std::string::npos);
+  host.insert(at,
+              "  if (code.includes('HOSTILE_OVERSIZE')) writeAll(new Uint8Array([0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0]));\n"
+              "  if (code.includes('HOSTILE_JSON')) writeAll(new Uint8Array([0, 0, 0, 3, 0, 0, 0, 0, 0x7b, 0x7b, 0x7b]));\n"
+              "  if (code.includes('HOSTILE_ID')) send({ t: 'result', id: id + 1000, status: 'ok' });\n"
+              "  if (code.includes('HOSTILE_CUT')) { writeAll(new Uint8Array([0, 0, 0, 40, 0, 0, 0, 0, 0x7b])); Deno.exit(0); }\n");
+  copy.rewrite("host.mjs", host);
+  return make_sandbox(with_runtime(copy.dir()));
+}
+
+void check_hostile(ci::PyodideSandbox& sb, const std::string& marker) {
+  INFO(marker);
+  REQUIRE(sb.execute_code("before = 1").status == ci::ExecutionStatus::kSuccess);
+  auto r = sb.execute_code("print('seen', flush=True)\n# " + marker);
+  CHECK(r.status == ci::ExecutionStatus::kUnknown);
+  REQUIRE(r.failure.has_value());
+  CHECK(r.failure->exception_type == "pyodide.malformed_frame");
+  CHECK_FALSE(r.failure->retry_safe);
+  CHECK(r.state_lost);
+  CHECK(r.exit_code == -1);
+  auto next = sb.execute_code("'before' in globals()");
+  REQUIRE(next.status == ci::ExecutionStatus::kSuccess);
+  CHECK(next.results.at(0).data.at("text/plain") == "False");
+}
+}  // namespace
+
+TEST_CASE("an oversize frame from the runtime is UNKNOWN and the runtime is replaced", "[hostile]") {
+  RuntimeCopy copy;
+  auto sb = hostile_sandbox(copy);
+  check_hostile(*sb, "HOSTILE_OVERSIZE");
+}
+
+TEST_CASE("a frame whose header is not JSON is UNKNOWN and the runtime is replaced", "[hostile]") {
+  RuntimeCopy copy;
+  auto sb = hostile_sandbox(copy);
+  check_hostile(*sb, "HOSTILE_JSON");
+}
+
+TEST_CASE("a result for another request is UNKNOWN and the runtime is replaced", "[hostile]") {
+  RuntimeCopy copy;
+  auto sb = hostile_sandbox(copy);
+  check_hostile(*sb, "HOSTILE_ID");
+}
+
+TEST_CASE("output that ends inside a frame is UNKNOWN, never SUCCESS", "[hostile]") {
+  RuntimeCopy copy;
+  auto sb = hostile_sandbox(copy);
+  check_hostile(*sb, "HOSTILE_CUT");
+}

@@ -1,0 +1,112 @@
+// Helpers shared by the Pyodide integration tests.
+#pragma once
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include "code_interpreter/code_interpreter.hpp"
+
+namespace ci = code_interpreter;
+using namespace std::chrono_literals;
+
+namespace test_support {
+
+// The pids of this process's direct children whose executable is Deno.
+inline std::vector<pid_t> deno_children() {
+  std::vector<pid_t> pids;
+  const pid_t self = ::getpid();
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const auto close = line.rfind(')');
+    const auto open = line.find('(');
+    if (close == std::string::npos || open == std::string::npos) continue;
+    const std::string comm = line.substr(open + 1, close - open - 1);
+    std::istringstream rest(line.substr(close + 2));
+    char state;
+    pid_t ppid;
+    rest >> state >> ppid;
+    if (ppid == self && comm == "deno") pids.push_back(static_cast<pid_t>(std::stoi(name)));
+  }
+  return pids;
+}
+
+// Waits up to `limit` for this process to have no Deno child left (a killed child is reaped asynchronously).
+inline bool no_deno_children(std::chrono::milliseconds limit = 3000ms) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!deno_children().empty()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline void write_text(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// A private copy of the built runtime that a test may alter. Large files are hard-linked, not copied.
+class RuntimeCopy {
+ public:
+  RuntimeCopy() {
+    namespace fs = std::filesystem;
+    char pattern[] = "/tmp/ci-runtime-copy-XXXXXX";
+    dir_ = ::mkdtemp(pattern);
+    const fs::path src = CI_TEST_RUNTIME_DIR;
+    for (const auto& entry : fs::recursive_directory_iterator(src)) {
+      // Symlinks (node_modules/.bin) are recreated as symlinks; directories below them are not followed.
+      const auto rel = entry.path().lexically_relative(src);
+      const auto dst = dir_ / rel;
+      if (entry.is_symlink()) {
+        fs::copy_symlink(entry.path(), dst);
+      } else if (entry.is_directory()) {
+        fs::create_directories(dst);
+      } else if (entry.is_regular_file()) {
+        std::error_code ec;
+        fs::create_hard_link(entry.path(), dst, ec);
+        if (ec) fs::copy_file(entry.path(), dst);
+      }
+    }
+  }
+  ~RuntimeCopy() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
+
+  // Replaces a file by a fresh copy (never writing through a hard link into the shared runtime).
+  void rewrite(const std::filesystem::path& rel, const std::string& text) {
+    std::filesystem::remove(dir_ / rel);
+    write_text(dir_ / rel, text);
+  }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+inline std::unique_ptr<ci::PyodideSandbox> make_sandbox(ci::PyodideOptions options = {}) {
+  return ci::PyodideSandbox::create(std::move(options));
+}
+
+}  // namespace test_support

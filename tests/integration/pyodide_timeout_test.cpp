@@ -1,0 +1,143 @@
+// Timeouts, hard kills and lost runtimes. Tagged [timing]: these run alone (RUN_SERIAL) so a busy machine does
+// not eat their margins.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <thread>
+
+#include "pyodide_test_support.hpp"
+
+using test_support::make_sandbox;
+using Clock = std::chrono::steady_clock;
+
+TEST_CASE("time.sleep(30) with a 2 s timeout is hard-killed within 5 s and the next call works", "[timing]") {
+  auto sb = make_sandbox();
+  REQUIRE(sb->execute_code("lost = 1").status == ci::ExecutionStatus::kSuccess);
+  ci::ExecuteOptions o;
+  o.timeout = 2000ms;
+  const auto t0 = Clock::now();
+  auto r = sb->execute_code("print('sleeping', flush=True)\nimport time\ntime.sleep(30)", o);
+  const auto took = Clock::now() - t0;
+  CHECK(took < 5s);
+  CHECK(took >= 2s);
+  CHECK(r.status == ci::ExecutionStatus::kTimeout);
+  REQUIRE(r.timeout_kind.has_value());
+  CHECK(*r.timeout_kind == ci::TimeoutKind::kExecution);
+  CHECK(r.state_lost);
+  CHECK(r.exit_code == -1);
+  CHECK_FALSE(r.failure.has_value());
+  CHECK_FALSE(r.code_error.has_value());
+  CHECK(r.stdout_text == "sleeping\n");  // output before the kill is kept
+  // The next call runs on a fresh interpreter.
+  auto next = sb->execute_code("'lost' in globals()");
+  REQUIRE(next.status == ci::ExecutionStatus::kSuccess);
+  CHECK(next.results.at(0).data.at("text/plain") == "False");
+}
+
+TEST_CASE("a busy loop is interrupted softly at the timeout and keeps the state", "[timing]") {
+  auto sb = make_sandbox();
+  REQUIRE(sb->execute_code("kept = 'yes'").status == ci::ExecutionStatus::kSuccess);
+  ci::ExecuteOptions o;
+  o.timeout = 1000ms;
+  const auto t0 = Clock::now();
+  auto r = sb->execute_code("print('looping', flush=True)\nwhile True:\n    pass", o);
+  CHECK(Clock::now() - t0 < 2500ms);
+  CHECK(r.status == ci::ExecutionStatus::kTimeout);
+  REQUIRE(r.timeout_kind.has_value());
+  CHECK(*r.timeout_kind == ci::TimeoutKind::kExecution);
+  CHECK_FALSE(r.state_lost);
+  CHECK(r.exit_code == -1);
+  CHECK_FALSE(r.failure.has_value());
+  CHECK(r.stdout_text == "looping\n");
+  CHECK(sb->execute_code("kept").results.at(0).data.at("text/plain") == "'yes'");
+}
+
+TEST_CASE("a loop that swallows KeyboardInterrupt is hard-killed after the grace period", "[timing]") {
+  ci::PyodideOptions options;
+  options.interrupt_grace = 1000ms;
+  auto sb = make_sandbox(options);
+  ci::ExecuteOptions o;
+  o.timeout = 1000ms;
+  const auto t0 = Clock::now();
+  auto r = sb->execute_code(
+      "caught = 0\nwhile True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n"
+      "        caught += 1\n        print('swallowed', flush=True)",
+      o);
+  const auto took = Clock::now() - t0;
+  CHECK(took >= 2s);
+  CHECK(took < 4s);
+  CHECK(r.status == ci::ExecutionStatus::kTimeout);
+  CHECK(r.timeout_kind == ci::TimeoutKind::kExecution);
+  CHECK(r.state_lost);
+  CHECK(r.stdout_text == "swallowed\n");
+  CHECK(sb->execute_code("'caught' in globals()").results.at(0).data.at("text/plain") == "False");
+}
+
+TEST_CASE("kNoTimeout and negative timeouts mean no limit", "[timing]") {
+  auto sb = make_sandbox();
+  for (auto t : {ci::kNoTimeout, std::chrono::milliseconds(-5)}) {
+    ci::ExecuteOptions o;
+    o.timeout = t;
+    auto r = sb->execute_code("import time\ntime.sleep(1.2)\n'done'", o);
+    CHECK(r.status == ci::ExecutionStatus::kSuccess);
+    CHECK(r.results.at(0).data.at("text/plain") == "'done'");
+  }
+}
+
+TEST_CASE("a runtime killed from outside mid-call is TIMEOUT sandbox_lost and the next call gets a fresh one",
+          "[timing]") {
+  auto sb = make_sandbox();
+  REQUIRE(sb->execute_code("lost = 1").status == ci::ExecutionStatus::kSuccess);
+  const auto children = test_support::deno_children();
+  REQUIRE(children.size() == 1);
+  std::thread killer([pid = children[0]] {
+    std::this_thread::sleep_for(1000ms);
+    ::kill(pid, SIGKILL);
+  });
+  const auto t0 = Clock::now();
+  auto r = sb->execute_code("print('before', flush=True)\nimport time\ntime.sleep(20)");
+  killer.join();
+  CHECK(Clock::now() - t0 < 5s);
+  CHECK(r.status == ci::ExecutionStatus::kTimeout);
+  REQUIRE(r.timeout_kind.has_value());
+  CHECK(*r.timeout_kind == ci::TimeoutKind::kSandboxLost);
+  CHECK(r.state_lost);
+  CHECK(r.exit_code == -1);
+  CHECK(r.stdout_text == "before\n");
+  CHECK(r.error.find("killed by signal 9") != std::string::npos);
+  auto next = sb->execute_code("'lost' in globals()");
+  REQUIRE(next.status == ci::ExecutionStatus::kSuccess);
+  CHECK(next.results.at(0).data.at("text/plain") == "False");
+}
+
+TEST_CASE("a Pyodide fatal error is TIMEOUT sandbox_lost and the interpreter is replaced", "[timing]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code("print('pre', flush=True)\nimport ctypes\nctypes.string_at(0xfffffff0, 100)");
+  CHECK(r.status == ci::ExecutionStatus::kTimeout);
+  REQUIRE(r.timeout_kind.has_value());
+  CHECK(*r.timeout_kind == ci::TimeoutKind::kSandboxLost);
+  CHECK(r.state_lost);
+  // Output before the crash is kept; Pyodide adds the Python stack of the fatal error after it.
+  CHECK(r.stdout_text.rfind("pre\n", 0) == 0);
+  CHECK(r.stdout_text.find("Stack (most recent call first):") != std::string::npos);
+  CHECK(sb->execute_code("6 * 7").results.at(0).data.at("text/plain") == "42");
+}
+
+TEST_CASE("terminate from another thread ends a call in flight: UNKNOWN, state lost", "[timing]") {
+  auto sb = make_sandbox();
+  ci::ExecutionResult r;
+  std::thread runner([&] { r = sb->execute_code("import time\ntime.sleep(30)"); });
+  std::this_thread::sleep_for(1000ms);
+  const auto t0 = Clock::now();
+  sb->terminate();
+  runner.join();
+  CHECK(Clock::now() - t0 < 3s);
+  CHECK(r.status == ci::ExecutionStatus::kUnknown);
+  REQUIRE(r.failure.has_value());
+  CHECK(r.failure->exception_type == "cancelled");
+  CHECK_FALSE(r.failure->retry_safe);
+  CHECK(r.state_lost);
+  CHECK(test_support::no_deno_children());
+  CHECK_THROWS_AS(sb->execute_code("1"), ci::SandboxNotInitializedError);
+}
