@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what building code_interpreter needs on Debian 12: the compiler, CMake, and the libraries from
+# Debian's packages. Pyodide and Deno come from npm during the build (pinned by src/pyodide/host/package-lock.json).
+set -euo pipefail
+
+packages=(g++ cmake ninja-build pkg-config ca-certificates
+          libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2 zlib1g-dev doxygen)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

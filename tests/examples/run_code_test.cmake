@@ -1,0 +1,38 @@
+# Runs examples/run_code as a user would and checks its output and exit status exactly.
+function(expect name expected_rc expected_out)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+    INPUT_FILE ${STDIN_FILE})
+  if(NOT rc STREQUAL expected_rc OR NOT out STREQUAL expected_out)
+    message(FATAL_ERROR "${name}: expected exit ${expected_rc} and stdout\n[${expected_out}]\n"
+                        "got exit ${rc} and stdout\n[${out}]\nstderr:\n${err}")
+  endif()
+  set(last_err "${err}" PARENT_SCOPE)
+endfunction()
+
+set(STDIN_FILE /dev/null)
+expect("hello.py" 0 "Python 3.14.2 on emscripten
+primes below 60: [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59]
+mean 4.900, stdev 1.987
+fib(90) = 2880067194370816120
+sha256('sandbox') starts with b7ad567477c83756
+" ${RUN_CODE} ${HELLO})
+
+expect("exception" 1 "partial output\n" ${RUN_CODE} -c "print('partial output')\n1/0")
+if(NOT last_err MATCHES "ZeroDivisionError: division by zero")
+  message(FATAL_ERROR "exception: the traceback is not on stderr: ${last_err}")
+endif()
+
+expect("sys.exit" 1 "" ${RUN_CODE} -c "import sys\nsys.exit(5)")
+expect("timeout" 2 "" ${RUN_CODE} --timeout 1 -c "while True: pass")
+if(NOT last_err MATCHES "TIMEOUT \\(execution\\)")
+  message(FATAL_ERROR "timeout: no TIMEOUT line on stderr: ${last_err}")
+endif()
+
+file(WRITE ${WORK_DIR}/stdin.py "print(sum(range(101)))\n")
+set(STDIN_FILE ${WORK_DIR}/stdin.py)
+expect("stdin" 0 "5050\n" ${RUN_CODE} -)
+set(STDIN_FILE /dev/null)
+
+expect("usage" 64 "" ${RUN_CODE})
+expect("unknown backend" 64 "" ${RUN_CODE} --backend nowhere -c "1")
+expect("bad timeout" 64 "" ${RUN_CODE} --timeout soon -c "1")
