@@ -44,6 +44,8 @@ constexpr auto kDefaultCreateTimeout = std::chrono::seconds(120);
 constexpr auto kDefaultFileTimeout = std::chrono::seconds(60);
 constexpr std::size_t kFileChunk = 8u << 20;  // bytes per read/write frame (the host caps reads at 8 MiB too)
 constexpr const char* kUploadDir = "/files";
+constexpr std::size_t kMaxCodeBytes = 16u << 20;
+constexpr std::size_t kMaxEnvBytes = 512u << 10;
 
 std::optional<Clock::time_point> deadline_from(Timeout timeout, std::chrono::milliseconds fallback) {
   const auto budget = timeout.value_or(fallback);
@@ -534,6 +536,23 @@ bool apply_result(const json& h, ExecutionResult& r) {
 }  // namespace
 
 ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const ExecuteOptions& opts) {
+  // The host reads at most 1 MiB of header and 64 MiB of body per frame (host/frames.mjs); refuse locally, before
+  // anything is sent, what it would reject.
+  if (code.size() > kMaxCodeBytes) {
+    ExecutionResult r;
+    r.status = ExecutionStatus::kError;
+    r.code = std::string(code);
+    r.error = "the code is " + std::to_string(code.size()) + " bytes; the Pyodide sandbox accepts at most " +
+              std::to_string(kMaxCodeBytes) + " (pass large data as an attachment)";
+    return r;
+  }
+  if (json(opts.env).dump().size() > kMaxEnvBytes) {
+    ExecutionResult r;
+    r.status = ExecutionStatus::kError;
+    r.code = std::string(code);
+    r.error = "the env option holds more than " + std::to_string(kMaxEnvBytes) + " bytes";
+    return r;
+  }
   if (opts.cancel.stop_requested()) {
     return never_ran(std::string(code), "cancelled before the code was sent", "cancelled", false);
   }

@@ -412,3 +412,23 @@ TEST_CASE("a call cancelled while running is interrupted: UNKNOWN, state kept", 
   CHECK_FALSE(r.state_lost);
   CHECK(sb->execute_code("kept").results.at(0).data.at("text/plain") == "7");
 }
+
+TEST_CASE("code or env too large for a frame is refused locally: ERROR, exit_code -1, no FailureDetail",
+          "[execute]") {
+  auto sb = make_sandbox();
+  const std::string huge(16u * 1024 * 1024 + 1, '#');
+  auto r = sb->execute_code(huge);
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  CHECK(r.exit_code == -1);
+  CHECK_FALSE(r.failure.has_value());
+  CHECK(r.error == "the code is 16777217 bytes; the Pyodide sandbox accepts at most 16777216 (pass large data as an "
+                   "attachment)");
+  ci::ExecuteOptions o;
+  o.env = {{"BIG", std::string(600 * 1024, 'v')}};
+  auto e = sb->execute_code("1", o);
+  CHECK(e.status == ci::ExecutionStatus::kError);
+  CHECK_FALSE(e.failure.has_value());
+  CHECK(e.error == "the env option holds more than 524288 bytes");
+  // Nothing was sent: the sandbox is untouched and still answers.
+  CHECK(sb->execute_code("'fine'").results.at(0).data.at("text/plain") == "'fine'");
+}
