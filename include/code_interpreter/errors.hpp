@@ -21,6 +21,9 @@ class CODE_INTERPRETER_EXPORT CodeInterpreterError : public std::runtime_error {
   /// Decides whether one link of the chain is transient. Must not throw.
   using TransientClassifier = bool (*)(const std::exception&) noexcept;
 
+  /// @param message what failed, for people; never holds secrets.
+  /// @param stage the step that failed (its `to_string` is logged as `error_code`).
+  /// @param kind what kind of failure it was.
   /// @param classifier applied to this error and every nested link; nullptr selects
   ///        `BaseSandbox::is_transient_create_error`.
   CodeInterpreterError(std::string message, Stage stage, ErrorKind kind = ErrorKind::kUnknown,

@@ -20,12 +20,15 @@ struct PyodideOptions {
   /// Only Language::kPython is supported; anything else is a SandboxStartError (stage configure, kUnsupported).
   Language language = Language::kPython;
   /// Distribution names installed at start (and again after every respawn) from wheel files in `wheel_dir`
-  /// (`<name>-<version>-<tags>.whl`, name matched case-insensitively with '-' and '_' alike). No index is
-  /// reachable: a package without a wheel there fails creation (SandboxStartError, stage install_packages).
+  /// (`<name>-<version>-<tags>.whl`, name matched case-insensitively with '-', '_' and '.' alike; exactly one wheel
+  /// may match). No index is reachable: a package without a wheel there fails creation (SandboxStartError, stage
+  /// install_packages).
   std::vector<std::string> additional_packages;
   /// Directory of wheel files; the Deno process may read it.
   std::optional<std::filesystem::path> wheel_dir;
-  /// The runtime directory (host script, Pyodide, Deno). Default: the one installed beside the library.
+  /// The runtime directory (host script, Pyodide, Deno). Default: the one installed beside the shared library.
+  /// A static build cannot locate itself: pass the directory the package exports as
+  /// `CodeInterpreter_PYODIDE_RUNTIME_DIR`.
   std::optional<std::filesystem::path> runtime_dir;
   /// Budget for starting the runtime and installing packages. nullopt: 120 s; <= 0: unbounded.
   Timeout create_timeout;
@@ -34,6 +37,7 @@ struct PyodideOptions {
   /// Per-stream cap on stdout_text / stderr_text in bytes; past it `truncated` is set (callbacks still get all).
   std::size_t max_output_bytes = 10u << 20;
   /// Largest frame the runtime may send, in bytes; a larger one is hostile output (kUnknown, runtime killed).
+  /// At least 9 MiB (a file chunk of 8 MiB plus its header), else create throws (stage configure).
   std::size_t max_frame_bytes = 16u << 20;
   /// Cancels creation.
   std::stop_token cancel;

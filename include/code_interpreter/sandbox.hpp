@@ -29,6 +29,7 @@ class CODE_INTERPRETER_EXPORT BaseSandbox {
 
   /// Reads a whole file from the sandbox.
   /// @param path absolute, or relative to the sandbox's working directory.
+  /// @param timeout nullopt: the backend's default (60 s for Pyodide); <= 0: unbounded.
   /// @return the bytes, or std::nullopt on any failure (missing file, timeout, lost sandbox). Never throws except
   ///         std::invalid_argument (empty path or a NUL byte) and SandboxNotInitializedError after terminate.
   [[nodiscard]] std::optional<std::string> download_file(std::string_view path, Timeout timeout = std::nullopt);
@@ -50,8 +51,8 @@ class CODE_INTERPRETER_EXPORT BaseSandbox {
   virtual void do_terminate(Timeout timeout) = 0;
 };
 
-/// A sandbox that runs code: the seam every backend implements and every agent loop programs against. A scripted
-/// implementation for tests ships as `testing::FakeSandbox`.
+/// A sandbox that runs code: the seam every backend implements and every agent loop programs against; agent code
+/// can be tested offline against a scripted implementation of it.
 class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
  public:
   /// The language `execute_code` runs. Valid after terminate.

@@ -104,9 +104,11 @@ ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::v
   std::vector<char*> envp;
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  int fork_errno = 0;
   const std::function<pid_t()> job = [&]() -> pid_t {
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
+    if (pid < 0) fork_errno = errno;  // errno belongs to the spawner thread
     if (pid != 0) return pid;
     // In the child.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -123,7 +125,6 @@ ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::v
     ::_exit(127);  // seen by the parent as end of output before the ready frame
   };
   const pid_t pid = Spawner::instance().run(job);
-  const int fork_errno = errno;
   ::close(in[0]);
   ::close(out[1]);
   ::close(err[1]);

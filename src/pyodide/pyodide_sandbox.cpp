@@ -45,6 +45,7 @@ constexpr auto kDefaultFileTimeout = std::chrono::seconds(60);
 constexpr std::size_t kFileChunk = 8u << 20;  // bytes per read/write frame (the host caps reads at 8 MiB too)
 constexpr const char* kUploadDir = "/files";
 constexpr std::size_t kMaxCodeBytes = 16u << 20;
+constexpr std::size_t kMinFrameBytes = kFileChunk + (1u << 20);
 constexpr std::size_t kMaxEnvBytes = 512u << 10;
 
 std::optional<Clock::time_point> deadline_from(Timeout timeout, std::chrono::milliseconds fallback) {
@@ -128,11 +129,11 @@ ExecutionResult never_ran(std::string code, std::string error, std::string excep
   return r;
 }
 
-// Throws `error` with `cause` nested inside it.
-template <typename Error>
-[[noreturn]] void throw_nested(Error error, const std::exception& cause) {
+// Throws `error` with `cause` nested inside it (both by their concrete types, so nothing is sliced).
+template <typename Error, typename Cause>
+[[noreturn]] void throw_nested(Error error, Cause cause) {
   try {
-    throw cause;
+    throw std::move(cause);
   } catch (...) {
     std::throw_with_nested(std::move(error));
   }
@@ -151,6 +152,21 @@ struct Host {
   bool ready = false;
   bool eof = false;
 };
+
+// Fields of a frame header. The header comes from the runtime and is hostile: a missing field or one of the wrong
+// type reads as the fallback, never as an exception.
+std::string field_string(const json& h, const char* key, std::string fallback = {}) {
+  const auto it = h.find(key);
+  return it != h.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+std::int64_t field_int(const json& h, const char* key, std::int64_t fallback = -1) {
+  const auto it = h.find(key);
+  return it != h.end() && it->is_number_integer() ? it->get<std::int64_t>() : fallback;
+}
+bool field_bool(const json& h, const char* key) {
+  const auto it = h.find(key);
+  return it != h.end() && it->is_boolean() && it->get<bool>();
+}
 
 enum class Wait { kFrame, kDeadline, kWoken, kEof, kMalformed };
 
@@ -321,10 +337,10 @@ struct PyodideSandbox::Impl {
       std::string why;
       switch (next_frame(*h, deadline, f, why)) {
         case Wait::kFrame: {
-          const auto t = f.header.value("t", std::string());
+          const auto t = field_string(f.header, "t");
           if (t == "ready") {
-            const auto protocol = f.header.value("protocol", 0);
-            const auto version = f.header.value("pyodide", std::string());
+            const auto protocol = field_int(f.header, "protocol");
+            const auto version = field_string(f.header, "pyodide");
             if (protocol != detail::kHostProtocolVersion || version != detail::kPyodideVersion) {
               kill_host();
               return {ReadyError::kVersion, "the Pyodide runtime reports protocol " + std::to_string(protocol) +
@@ -336,7 +352,7 @@ struct PyodideSandbox::Impl {
             break;
           }
           if (t == "init_error") {
-            const auto message = f.header.value("message", std::string("unknown error"));
+            const auto message = field_string(f.header, "message", "unknown error");
             kill_host();
             return {ReadyError::kInstall, message};
           }
@@ -344,7 +360,7 @@ struct PyodideSandbox::Impl {
           return {ReadyError::kMalformed, "unexpected frame '" + t + "' before the runtime was ready"};
         }
         case Wait::kDeadline:
-          kill_host();
+          // Left to finish starting: the next call (or create's cleanup) picks it up.
           return {ReadyError::kTimeout, "the Pyodide runtime did not become ready in time"};
         case Wait::kWoken:
           if (terminating || cancel.stop_requested()) {
@@ -379,12 +395,15 @@ struct PyodideSandbox::Impl {
   struct FileError {
     ErrorKind kind;
     std::string message;
+    bool restarted = false;  // the runtime was replaced: its state is gone
   };
 
   // Sends one file request and waits for its answer. Returns the answer frame or a FileError.
   std::variant<Frame, FileError> file_request(json header, std::string_view body,
-                                              std::optional<Clock::time_point> deadline) {
-    if (auto err = await_ready(deadline, {}); err.kind != ReadyError::kNone) {
+                                              std::optional<Clock::time_point> deadline,
+                                              const std::stop_token& cancel = {}) {
+    if (cancel.stop_requested()) return FileError{ErrorKind::kUnknown, "cancelled"};
+    if (auto err = await_ready(deadline, cancel); err.kind != ReadyError::kNone) {
       return FileError{err.kind == ReadyError::kTimeout ? ErrorKind::kTimeout : ErrorKind::kUnavailable,
                        err.message};
     }
@@ -396,37 +415,43 @@ struct PyodideSandbox::Impl {
     if (!write_all(h->child.stdin_fd(), detail::encode_frame(header, body))) {
       const auto message = death_description(*h);
       respawn();
-      return FileError{ErrorKind::kUnavailable, message};
+      return FileError{ErrorKind::kUnavailable, message, true};
     }
     for (;;) {
       Frame f;
       std::string why;
       switch (next_frame(*h, deadline, f, why)) {
         case Wait::kFrame:
-          if (f.header.value("t", std::string()) == "fs" && f.header.value("id", 0u) == rid) return f;
+          if (field_string(f.header, "t") == "fs" && field_int(f.header, "id") == rid) return f;
           respawn();
-          return FileError{ErrorKind::kInternal, "unexpected frame from the Pyodide runtime"};
+          return FileError{ErrorKind::kInternal, "unexpected frame from the Pyodide runtime", true};
         case Wait::kDeadline:
           respawn();
-          return FileError{ErrorKind::kTimeout, "the file operation timed out; the runtime was restarted"};
+          return FileError{ErrorKind::kTimeout, "the file operation timed out; the runtime was restarted", true};
         case Wait::kWoken:
           if (terminating) return FileError{ErrorKind::kUnavailable, "the sandbox is being terminated"};
+          if (cancel.stop_requested()) {
+            // The request is small and synchronous in the runtime; wait for its answer briefly, then replace it.
+            if (!deadline || *deadline > Clock::now() + options.interrupt_grace) {
+              deadline = Clock::now() + options.interrupt_grace;
+            }
+          }
           break;
         case Wait::kEof: {
           const auto message = death_description(*h);
           respawn();
-          return FileError{ErrorKind::kUnavailable, message};
+          return FileError{ErrorKind::kUnavailable, message, true};
         }
         case Wait::kMalformed:
           respawn();
-          return FileError{ErrorKind::kInternal, "malformed output from the Pyodide runtime: " + why};
+          return FileError{ErrorKind::kInternal, "malformed output from the Pyodide runtime: " + why, true};
       }
     }
   }
 
   static std::optional<FileError> answer_error(const Frame& f, std::string_view op, std::string_view path) {
-    if (f.header.value("ok", false)) return std::nullopt;
-    const auto code = f.header.value("code", std::string("EIO"));
+    if (field_bool(f.header, "ok")) return std::nullopt;
+    const auto code = field_string(f.header, "code", "EIO");
     ErrorKind kind = ErrorKind::kInternal;
     std::string what = code;
     if (code == "ENOENT") {
@@ -444,16 +469,26 @@ struct PyodideSandbox::Impl {
   }
 
   [[noreturn]] static void throw_file_error(const FileError& e, Stage stage) {
-    throw SandboxExecutionError(e.message, stage, e.kind);
+    SandboxExecutionError error(e.message, stage, e.kind);
+    switch (e.kind) {
+      case ErrorKind::kTimeout:
+        throw_nested(std::move(error), TransportError(e.message, TransportError::Kind::kTimeout, 0, std::nullopt, true));
+      case ErrorKind::kUnavailable:
+        throw_nested(std::move(error), TransportError(e.message, TransportError::Kind::kConnect, 0, std::nullopt, true));
+      case ErrorKind::kInternal:
+        throw_nested(std::move(error), TransportError(e.message, TransportError::Kind::kProtocol, 0, std::nullopt, true));
+      default:
+        throw error;
+    }
   }
 
   // Writes `data` to `path` in chunks (the first creates or truncates, the rest append).
   std::optional<FileError> write_bytes(std::string_view path, std::string_view data,
-                                       std::optional<Clock::time_point> deadline) {
+                                       std::optional<Clock::time_point> deadline, const std::stop_token& cancel = {}) {
     std::size_t off = 0;
     do {
       const auto n = std::min(kFileChunk, data.size() - off);
-      auto answer = file_request({{"op", "write"}, {"path", path}, {"append", off > 0}}, data.substr(off, n), deadline);
+      auto answer = file_request({{"op", "write"}, {"path", path}, {"append", off > 0}}, data.substr(off, n), deadline, cancel);
       if (auto* e = std::get_if<FileError>(&answer)) return *e;
       if (auto e = answer_error(std::get<Frame>(answer), "write", path)) return e;
       off += n;
@@ -462,7 +497,8 @@ struct PyodideSandbox::Impl {
   }
 
   std::optional<FileError> write_from_file(std::string_view path, const fs::path& source,
-                                           std::optional<Clock::time_point> deadline) {
+                                           std::optional<Clock::time_point> deadline,
+                                           const std::stop_token& cancel = {}) {
     std::ifstream in(source, std::ios::binary);
     if (!in) return FileError{ErrorKind::kInvalidArgument, "cannot read '" + source.string() + "'"};
     std::string chunk(kFileChunk, '\0');
@@ -473,7 +509,7 @@ struct PyodideSandbox::Impl {
       if (in.bad()) return FileError{ErrorKind::kInternal, "error reading '" + source.string() + "'"};
       if (got > 0 || first) {
         auto answer = file_request({{"op", "write"}, {"path", path}, {"append", !first}},
-                                   std::string_view(chunk.data(), got), deadline);
+                                   std::string_view(chunk.data(), got), deadline, cancel);
         if (auto* e = std::get_if<FileError>(&answer)) return *e;
         if (auto e = answer_error(std::get<Frame>(answer), "write", path)) return e;
       }
@@ -492,10 +528,10 @@ struct PyodideSandbox::Impl {
       if (auto* e = std::get_if<FileError>(&answer)) return *e;
       auto& f = std::get<Frame>(answer);
       if (auto e = answer_error(f, "read", path)) return e;
-      const auto size = f.header.value("size", std::uint64_t{0});
+      const auto size = field_int(f.header, "size", 0);
       sink(f.body);
       offset += f.body.size();
-      if (offset >= size || f.body.empty()) return std::nullopt;
+      if (size < 0 || offset >= static_cast<std::uint64_t>(size) || f.body.empty()) return std::nullopt;
     }
   }
 
@@ -568,8 +604,8 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
       r.status = ExecutionStatus::kTimeout;
       r.code = std::string(code);
       r.timeout_kind = TimeoutKind::kRequest;
-      r.error = "the Pyodide runtime was still starting when the timeout ran out";
-      respawn();
+      r.error = "the Pyodide runtime was still starting when the timeout ran out; it keeps starting for the next "
+                "call";
       return r;
     }
     const bool cancelled = e.kind == ReadyError::kCancelled;
@@ -582,20 +618,24 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
   const std::string upload_dir = opts.upload_dir.value_or(kUploadDir);
   for (const auto& file : opts.files) {
     const std::string path = (upload_dir.back() == '/' ? upload_dir : upload_dir + "/") + file.filename;
-    const auto e = file.source ? write_from_file(path, *file.source, deadline) : write_bytes(path, file.data, deadline);
+    const auto e = file.source ? write_from_file(path, *file.source, deadline, opts.cancel)
+                               : write_bytes(path, file.data, deadline, opts.cancel);
     if (!e) continue;
+    if (opts.cancel.stop_requested() && !e->restarted) {
+      return never_ran(std::string(code), "cancelled while uploading '" + file.filename + "'", "cancelled", false);
+    }
     if (e->kind == ErrorKind::kTimeout) {
       ExecutionResult r;
       r.status = ExecutionStatus::kTimeout;
       r.code = std::string(code);
       r.timeout_kind = TimeoutKind::kRequest;
       r.error = "uploading '" + file.filename + "' timed out: " + e->message;
-      r.state_lost = true;
+      r.state_lost = e->restarted;
       return r;
     }
     if (terminating) return never_ran(std::string(code), "the sandbox is being terminated", "cancelled", false);
     return never_ran(std::string(code), "uploading '" + file.filename + "' failed: " + e->message, "pyodide.upload",
-                     e->kind == ErrorKind::kUnavailable || e->kind == ErrorKind::kInternal);
+                     e->restarted);
   }
 
   auto h = current_host();
@@ -661,6 +701,9 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
     }
   };
 
+  if (opts.cancel.stop_requested()) {
+    return never_ran(std::string(code), "cancelled before the code was sent", "cancelled", false);
+  }
   const auto rid = request_id();
   json header = {{"t", "exec"}, {"id", rid}, {"env", opts.env}};
   const auto started = Clock::now();
@@ -683,12 +726,11 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
     const auto wait_until = hard_deadline ? hard_deadline : deadline;
     const Wait w = next_frame(*h, wait_until, f, why);
     if (w == Wait::kFrame) {
-      const auto t = f.header.value("t", std::string());
-      const auto* id = f.header.contains("id") ? &f.header["id"] : nullptr;
-      if (!id || !id->is_number_unsigned() || id->get<std::uint32_t>() != rid || (t != "out" && t != "result")) {
+      const auto t = field_string(f.header, "t");
+      if (field_int(f.header, "id") != rid || (t != "out" && t != "result")) {
         why = "unexpected frame '" + t + "'";
       } else if (t == "out") {
-        const auto s = f.header.value("s", 0);
+        const auto s = field_int(f.header, "s");
         auto& stream = s == 2 ? err : out;
         if (s != 1 && s != 2) {
           why = "output frame for an unknown stream";
@@ -715,8 +757,8 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
         if (!apply_result(f.header, r)) {
           why = "malformed result frame";
         } else {
-          const bool host_interrupt = f.header.value("host_interrupt", false);
-          const auto status = f.header.value("status", std::string());
+          const bool host_interrupt = field_bool(f.header, "host_interrupt");
+          const auto status = field_string(f.header, "status");
           finish_streams();
           if (reason == Reason::kCallback) {
             stopped(false);
@@ -805,9 +847,10 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
     throw SandboxStartError("the Pyodide sandbox runs only Python, not " + std::string(to_string(options.language)),
                             Stage::kConfigure, ErrorKind::kUnsupported);
   }
-  if (options.max_frame_bytes < (1u << 20)) {
-    throw SandboxStartError("max_frame_bytes must be at least 1 MiB", Stage::kConfigure,
-                            ErrorKind::kInvalidArgument);
+  if (options.max_frame_bytes < kMinFrameBytes) {
+    throw SandboxStartError("max_frame_bytes must be at least " + std::to_string(kMinFrameBytes) +
+                                " bytes (a file chunk of 8 MiB plus its header)",
+                            Stage::kConfigure, ErrorKind::kInvalidArgument);
   }
   if (options.max_output_bytes == 0) {
     throw SandboxStartError("max_output_bytes must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
@@ -846,7 +889,13 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
         if (entry.path().extension() != ".whl") continue;
         const auto dash = file.find('-');
         if (dash == std::string::npos || normalize_distribution(file.substr(0, dash)) != want) continue;
-        if (!best || entry.path().filename() > best->filename()) best = entry.path();
+        if (best) {
+          throw SandboxStartError("package '" + name + "' matches several wheels in '" + dir.string() + "' ('" +
+                                      best->filename().string() + "', '" + entry.path().filename().string() +
+                                      "'); keep one",
+                                  Stage::kInstallPackages, ErrorKind::kInvalidArgument);
+        }
+        best = entry.path();
       }
       if (!best) {
         throw SandboxStartError("package '" + name + "' has no wheel in '" + dir.string() + "'",
@@ -894,9 +943,8 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
     impl->spawn();
   } catch (const std::exception& e) {
     cleanup();
-    throw_nested(SandboxStartError(std::string("cannot start the Pyodide runtime: ") + e.what(), Stage::kStartRuntime,
-                                   ErrorKind::kUnavailable),
-                 e);
+    std::throw_with_nested(SandboxStartError(std::string("cannot start the Pyodide runtime: ") + e.what(),
+                                             Stage::kStartRuntime, ErrorKind::kUnavailable));
   }
   std::stop_callback on_cancel(impl->options.cancel, [p = impl.get()] { p->wake(); });
   const auto deadline = deadline_from(impl->options.create_timeout, kDefaultCreateTimeout);

@@ -82,7 +82,12 @@ Runtime check_runtime(const fs::path& dir) {
   }
   require_version(rt.dir, pyodide / "package.json", "Pyodide", kPyodideVersion);
   rt.readable.push_back(pyodide);
+  // npm installs only the Deno platform package that matches the machine (an optional dependency of "deno").
+#if defined(__aarch64__)
+  const fs::path deno_pkg = rt.dir / "node_modules" / "@deno" / "linux-arm64-glibc";
+#else
   const fs::path deno_pkg = rt.dir / "node_modules" / "@deno" / "linux-x64-glibc";
+#endif
   rt.deno = deno_pkg / "deno";
   require_file(rt.dir, rt.deno);
   if (::access(rt.deno.c_str(), X_OK) != 0) {

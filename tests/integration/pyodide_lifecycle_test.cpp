@@ -296,3 +296,55 @@ TEST_CASE("output that ends inside a frame is UNKNOWN, never SUCCESS", "[hostile
   auto sb = hostile_sandbox(copy);
   check_hostile(*sb, "HOSTILE_CUT");
 }
+
+TEST_CASE("a frame limit below one file chunk is refused at configure", "[lifecycle]") {
+  ci::PyodideOptions o;
+  o.max_frame_bytes = 1u << 20;
+  try {
+    (void)ci::PyodideSandbox::create(o);
+    FAIL("create succeeded");
+  } catch (const ci::SandboxStartError& e) {
+    CHECK(e.stage() == ci::Stage::kConfigure);
+    CHECK(e.kind() == ci::ErrorKind::kInvalidArgument);
+    CHECK(std::string(e.what()) == "max_frame_bytes must be at least 9437184 bytes (a file chunk of 8 MiB plus its header)");
+  }
+}
+
+TEST_CASE("a package matching several wheels is refused rather than guessed", "[packages]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("ci-wheels-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path wheel = std::string(CI_TEST_WHEEL_DIR) + "/ci_hello-0.1.0-py3-none-any.whl";
+  std::filesystem::copy_file(wheel, dir / "ci_hello-0.1.0-py3-none-any.whl");
+  std::filesystem::copy_file(wheel, dir / "ci.hello-0.2.0-py3-none-any.whl");
+  ci::PyodideOptions o;
+  o.additional_packages = {"CI-Hello"};
+  o.wheel_dir = dir;
+  try {
+    (void)ci::PyodideSandbox::create(o);
+    FAIL("create succeeded");
+  } catch (const ci::SandboxStartError& e) {
+    CHECK(e.stage() == ci::Stage::kInstallPackages);
+    CHECK(e.kind() == ci::ErrorKind::kInvalidArgument);
+    CHECK(std::string(e.what()).find("matches several wheels") != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+  CHECK(test_support::deno_children().empty());
+}
+
+TEST_CASE("a start that times out nests a TransportError of kind timeout", "[lifecycle]") {
+  ci::PyodideOptions o;
+  o.create_timeout = 10ms;
+  try {
+    (void)ci::PyodideSandbox::create(o);
+    FAIL("create succeeded");
+  } catch (const ci::SandboxStartError& e) {
+    try {
+      std::rethrow_if_nested(e);
+      FAIL("nothing nested");
+    } catch (const ci::TransportError& cause) {
+      CHECK(cause.kind() == ci::TransportError::Kind::kTimeout);
+      CHECK(std::string(cause.what()) == "the Pyodide runtime did not become ready in time");
+    }
+  }
+  CHECK(test_support::no_deno_children());
+}

@@ -141,3 +141,48 @@ TEST_CASE("terminate from another thread ends a call in flight: UNKNOWN, state l
   CHECK(test_support::no_deno_children());
   CHECK_THROWS_AS(sb->execute_code("1"), ci::SandboxNotInitializedError);
 }
+
+TEST_CASE("short timeouts while the runtime restarts let it finish starting", "[timing]") {
+  ci::PyodideOptions options;
+  options.interrupt_grace = 200ms;
+  auto sb = make_sandbox(options);
+  ci::ExecuteOptions quick;
+  quick.timeout = 300ms;
+  REQUIRE(sb->execute_code("import time\ntime.sleep(5)", quick).state_lost);
+  // A restart takes seconds; calls with a short budget answer TIMEOUT (request) until it is ready, then run.
+  int timeouts = 0;
+  ci::ExecutionResult r;
+  const auto t0 = Clock::now();
+  do {
+    r = sb->execute_code("'ready'", quick);
+    if (r.status == ci::ExecutionStatus::kTimeout) {
+      ++timeouts;
+      CHECK(r.timeout_kind == ci::TimeoutKind::kRequest);
+      CHECK_FALSE(r.state_lost);
+    }
+  } while (r.status == ci::ExecutionStatus::kTimeout && Clock::now() - t0 < 30s);
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.results.at(0).data.at("text/plain") == "'ready'");
+  CHECK(timeouts >= 1);
+}
+
+TEST_CASE("cancelling during a large upload stops before the code is sent", "[timing]") {
+  auto sb = make_sandbox();
+  std::stop_source source;
+  ci::ExecuteOptions o;
+  o.cancel = source.get_token();
+  o.files = {ci::Attachment::from_bytes(std::string(200u << 20, 'u'), "big.bin")};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(300ms);
+    source.request_stop();
+  });
+  const auto t0 = Clock::now();
+  auto r = sb->execute_code("ran = True", o);
+  canceller.join();
+  CHECK(Clock::now() - t0 < 5s);
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  REQUIRE(r.failure.has_value());
+  CHECK(r.failure->exception_type == "cancelled");
+  CHECK(r.failure->retry_safe);
+  CHECK(sb->execute_code("'ran' in globals()").results.at(0).data.at("text/plain") == "False");
+}

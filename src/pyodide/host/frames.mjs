@@ -22,28 +22,46 @@ export function encodeFrame(header, body) {
   return out;
 }
 
-// Incremental decoder: push() bytes as they arrive, take complete frames out of next().
+// Incremental decoder: push() bytes as they arrive, take complete frames out of next(). The buffer grows by
+// doubling and is compacted only when it must grow, so a large frame arriving in small reads costs linear time.
 export class FrameReader {
-  #buf = new Uint8Array(0);
+  #buf = new Uint8Array(1 << 16);
+  #start = 0;  // first unread byte
+  #end = 0;    // one past the last byte
 
   push(chunk) {
-    const merged = new Uint8Array(this.#buf.length + chunk.length);
-    merged.set(this.#buf, 0);
-    merged.set(chunk, this.#buf.length);
-    this.#buf = merged;
+    if (this.#end + chunk.length > this.#buf.length) {
+      const live = this.#end - this.#start;
+      let size = this.#buf.length;
+      while (size < live + chunk.length) size *= 2;
+      if (size === this.#buf.length) {
+        this.#buf.copyWithin(0, this.#start, this.#end);  // compacting makes room
+      } else {
+        const grown = new Uint8Array(size);
+        grown.set(this.#buf.subarray(this.#start, this.#end), 0);
+        this.#buf = grown;
+      }
+      this.#start = 0;
+      this.#end = live;
+    }
+    this.#buf.set(chunk, this.#end);
+    this.#end += chunk.length;
   }
 
   // Returns {header, body} or null when no complete frame is buffered. Throws on a malformed frame.
   next() {
-    if (this.#buf.length < 8) return null;
-    const view = new DataView(this.#buf.buffer, this.#buf.byteOffset, this.#buf.length);
+    const avail = this.#end - this.#start;
+    if (avail < 8) return null;
+    const view = new DataView(this.#buf.buffer, this.#buf.byteOffset + this.#start, avail);
     const hlen = view.getUint32(0);
     const blen = view.getUint32(4);
     if (hlen > MAX_HEADER_BYTES || blen > MAX_BODY_BYTES) throw new Error("frame too large");
-    if (this.#buf.length < 8 + hlen + blen) return null;
-    const header = JSON.parse(decoder.decode(this.#buf.subarray(8, 8 + hlen)));
-    const body = this.#buf.slice(8 + hlen, 8 + hlen + blen);
-    this.#buf = this.#buf.slice(8 + hlen + blen);
+    if (avail < 8 + hlen + blen) return null;
+    const at = this.#start + 8;
+    const header = JSON.parse(decoder.decode(this.#buf.subarray(at, at + hlen)));
+    const body = this.#buf.slice(at + hlen, at + hlen + blen);
+    this.#start = at + hlen + blen;
+    if (this.#start === this.#end) this.#start = this.#end = 0;
     return { header, body };
   }
 }

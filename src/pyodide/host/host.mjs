@@ -1,7 +1,8 @@
 // Host of the local Pyodide sandbox: one Deno process per sandbox, driven by the C++ library over stdin/stdout.
 //
-// Started as `deno run --no-prompt --no-remote --allow-read=<runtime dir>[,<wheel dir>] host.mjs` with a minimal
-// environment and a private DENO_DIR (pyodide.md §2.5–2.6). Everything Python prints goes to the C++ side as "out"
+// Started as `deno run --no-prompt --no-remote --no-config --no-npm --no-lock --allow-read=<host files>,<pyodide
+// dir>[,<wheel dir>] --v8-flags=--disallow-code-generation-from-strings host.mjs` with a minimal environment and a
+// private DENO_DIR (pyodide.md §2.5–2.6); see PyodideSandbox::create. Everything Python prints goes to the C++ side as "out"
 // frames; nothing else is written to stdout. Frames are described in frames.mjs and docs/architecture.md.
 import childProcess from "node:child_process";
 import { loadPyodide } from "./node_modules/pyodide/pyodide.mjs";

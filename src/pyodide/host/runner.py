@@ -14,6 +14,9 @@ CODE_FILENAME = "<code>"
 
 _user_globals = {"__name__": "__main__", "__builtins__": __builtins__}
 
+# Emscripten's default environment names the host script's path in "_"; the code has no use for it.
+_os.environ.pop("_", None)
+
 # Line-buffered streams, so each line reaches the host as it is printed.
 for _stream in (_sys.stdout, _sys.stderr):
     try:
