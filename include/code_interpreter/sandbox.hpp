@@ -67,7 +67,8 @@ class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
 
   /// Runs `code`. Never throws for anything that happens once the arguments are checked: every outcome is an
   /// ExecutionResult (docs/errors.md).
-  /// @throws std::invalid_argument for a bad attachment name, duplicate attachment names or an empty upload_dir.
+  /// @throws std::invalid_argument for a bad attachment name, duplicate attachment names, an empty upload_dir, or
+  ///         an env name that is empty or holds '=' or NUL, or an env name or value that is not valid UTF-8.
   /// @throws SandboxNotInitializedError after terminate.
   [[nodiscard]] ExecutionResult execute_code(std::string_view code, const ExecuteOptions& options = {});
 

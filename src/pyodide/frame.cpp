@@ -32,9 +32,13 @@ std::optional<Frame> FrameDecoder::next() {
   const char* p = buffer_.data() + offset_;
   const std::size_t hlen = get_u32(p);
   const std::size_t blen = get_u32(p + 4);
-  if (hlen > kMaxHeaderBytes || hlen + blen > max_frame_bytes_) {
-    throw FrameError("frame of " + std::to_string(hlen + blen) + " bytes exceeds the limit of " +
-                     std::to_string(max_frame_bytes_));
+  if (hlen > kMaxHeaderBytes) {
+    throw FrameError("frame header of " + std::to_string(hlen) + " bytes exceeds the header limit of " +
+                     std::to_string(kMaxHeaderBytes));
+  }
+  if (hlen + blen > max_frame_bytes_) {
+    throw FrameError("frame of " + std::to_string(hlen + blen) + " bytes exceeds max_frame_bytes (" +
+                     std::to_string(max_frame_bytes_) + ")");
   }
   if (buffered() < 8 + hlen + blen) return std::nullopt;
   Frame frame;

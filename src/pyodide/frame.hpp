@@ -32,7 +32,9 @@ std::string encode_frame(const nlohmann::json& header, std::string_view body = {
 /// Incremental decoder for frames arriving in pieces of any size.
 class FrameDecoder {
  public:
-  static constexpr std::size_t kMaxHeaderBytes = 1u << 20;
+  /// Headers are bounded on their own: the runtime caps what it puts in them (reprs and tracebacks at 256 Ki
+  /// characters, a listing by the directory), so 8 MiB of JSON is never legitimate.
+  static constexpr std::size_t kMaxHeaderBytes = 8u << 20;
 
   /// @param max_frame_bytes the largest header + body accepted.
   explicit FrameDecoder(std::size_t max_frame_bytes) : max_frame_bytes_(max_frame_bytes) {}

@@ -906,7 +906,13 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
     readable.push_back(dir);
   }
 
-  const fs::path base = fs::temp_directory_path();
+  std::error_code tmp_ec;
+  const fs::path base = fs::temp_directory_path(tmp_ec);
+  if (tmp_ec) {
+    throw_nested(SandboxStartError("no usable temporary directory for the runtime's private DENO_DIR (check TMPDIR)",
+                                   Stage::kStartRuntime, ErrorKind::kInternal),
+                 fs::filesystem_error("temp_directory_path", tmp_ec));
+  }
   std::string pattern = (base / "code_interpreter-deno-XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr) {
     const int e = errno;
@@ -1056,7 +1062,10 @@ std::vector<FileInfo> PyodideSandbox::do_list_files(std::string_view dir) {
                                entry.at("dir").get<bool>(), entry.at("size").get<std::uint64_t>()});
     }
   } catch (const json::exception& e) {
-    throw SandboxExecutionError("malformed listing from the Pyodide runtime", Stage::kDownload, ErrorKind::kInternal);
+    impl_->respawn();  // the runtime broke the protocol: it is not trusted further
+    throw_nested(SandboxExecutionError("malformed listing from the Pyodide runtime; the runtime was restarted",
+                                       Stage::kDownload, ErrorKind::kInternal),
+                 TransportError(e.what(), TransportError::Kind::kProtocol, 0, std::nullopt, true));
   }
   std::sort(files.begin(), files.end(), [](const FileInfo& a, const FileInfo& b) { return a.name < b.name; });
   return files;

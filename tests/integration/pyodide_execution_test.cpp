@@ -432,3 +432,32 @@ TEST_CASE("code or env too large for a frame is refused locally: ERROR, exit_cod
   // Nothing was sent: the sandbox is untouched and still answers.
   CHECK(sb->execute_code("'fine'").results.at(0).data.at("text/plain") == "'fine'");
 }
+
+TEST_CASE("env names and values must be valid: bad ones are invalid arguments and nothing is sent", "[execute]") {
+  auto sb = make_sandbox();
+  const std::map<std::string, std::string> bad[] = {
+      {{"", "v"}}, {{"A=B", "v"}}, {{"OK", std::string("a\0b", 3)}}, {{"OK", "\xff"}}, {{"\xc3", "v"}}};
+  for (const auto& env : bad) {
+    ci::ExecuteOptions o;
+    o.env = env;
+    CHECK_THROWS_AS(sb->execute_code("1", o), std::invalid_argument);
+  }
+  ci::ExecuteOptions good;
+  good.env = {{"UNICODE_OK", "\xC3\xA9t\xC3\xA9"}};
+  auto r = sb->execute_code("import os\nos.environ['UNICODE_OK']", good);
+  CHECK(r.results.at(0).data.at("text/plain") == "'\xC3\xA9t\xC3\xA9'");
+}
+
+TEST_CASE("a huge last value or exception message is cut in the middle, and the call still succeeds", "[execute]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code("'a' * 300000 + 'b' * 300000");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  const auto& text = r.results.at(0).data.at("text/plain");
+  const std::string marker = "\n... [337858 characters cut] ...\n";
+  CHECK(text == "'" + std::string(131071, 'a') + marker + std::string(131071, 'b') + "'");
+  auto e = sb->execute_code("raise ValueError('x' * 2000000)");
+  CHECK(e.status == ci::ExecutionStatus::kError);
+  REQUIRE(e.code_error.has_value());
+  CHECK(e.code_error->value.size() == 262144 + std::string("\n... [1737856 characters cut] ...\n").size());
+  CHECK_FALSE(e.state_lost);
+}

@@ -195,3 +195,14 @@ TEST_CASE("file paths that are empty or hold a NUL byte are invalid arguments", 
   CHECK_THROWS_AS(sb->make_dir(""), std::invalid_argument);
   CHECK_THROWS_AS(sb->remove_file(""), std::invalid_argument);
 }
+
+TEST_CASE("a directory of 30000 entries lists completely", "[files]") {
+  auto sb = make_sandbox();
+  REQUIRE(sb->execute_code("import os\nos.makedirs('/files/many')\nfor i in range(30000):\n"
+                           "    open(f'/files/many/entry-{i:05d}.txt', 'w').close()")
+              .status == ci::ExecutionStatus::kSuccess);
+  const auto files = sb->list_files("/files/many");
+  REQUIRE(files.size() == 30000);
+  CHECK(files.front() == ci::FileInfo{"entry-00000.txt", "/files/many/entry-00000.txt", false, 0});
+  CHECK(files.back().name == "entry-29999.txt");
+}

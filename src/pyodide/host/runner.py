@@ -25,6 +25,17 @@ for _stream in (_sys.stdout, _sys.stderr):
         pass
 
 
+# Texts that go into a frame header are capped, so a huge repr or message cannot exceed the frame limits.
+TEXT_CAP = 256 * 1024
+
+
+def _cap(text):
+    if len(text) <= TEXT_CAP:
+        return text
+    half = TEXT_CAP // 2
+    return "%s\n... [%d characters cut] ...\n%s" % (text[:half], len(text) - 2 * half, text[-half:])
+
+
 def _user_traceback(exc):
     """The formatted exception with every frame before the first frame of the user's code removed."""
     tb = exc.__traceback__
@@ -38,7 +49,7 @@ def _describe(exc):
         value = str(exc)
     except BaseException:
         value = "<str() failed>"
-    return {"name": type(exc).__name__, "value": value, "traceback": _user_traceback(exc)}
+    return {"name": type(exc).__name__, "value": _cap(value), "traceback": _cap(_user_traceback(exc))}
 
 
 def _flush():
@@ -82,7 +93,7 @@ async def run(code, env_json):
         value = await _eval_code_async(code, _user_globals, filename=CODE_FILENAME)
         if value is not None:
             try:
-                out["value"] = repr(value)
+                out["value"] = _cap(repr(value))
             except BaseException as exc:
                 out["value"] = "<repr() failed: %s>" % type(exc).__name__
     except SystemExit as exc:
