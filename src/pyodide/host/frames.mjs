@@ -50,6 +50,15 @@ export class FrameReader {
 
   // Returns {header, body} or null when no complete frame is buffered. Throws on a malformed frame.
   next() {
+    return this.#take(false);
+  }
+
+  // Like next(), and also returns the frame's bytes as `raw` (a copy), to pass the frame on unchanged.
+  nextRaw() {
+    return this.#take(true);
+  }
+
+  #take(withRaw) {
     const avail = this.#end - this.#start;
     if (avail < 8) return null;
     const view = new DataView(this.#buf.buffer, this.#buf.byteOffset + this.#start, avail);
@@ -59,9 +68,12 @@ export class FrameReader {
     if (avail < 8 + hlen + blen) return null;
     const at = this.#start + 8;
     const header = JSON.parse(decoder.decode(this.#buf.subarray(at, at + hlen)));
-    const body = this.#buf.slice(at + hlen, at + hlen + blen);
+    if (header === null || typeof header !== "object") throw new Error("frame header is not an object");
+    const frame = withRaw
+      ? { header, raw: this.#buf.slice(this.#start, at + hlen + blen) }
+      : { header, body: this.#buf.slice(at + hlen, at + hlen + blen) };
     this.#start = at + hlen + blen;
     if (this.#start === this.#end) this.#start = this.#end = 0;
-    return { header, body };
+    return frame;
   }
 }

@@ -6,7 +6,8 @@
 // frames; nothing else is written to stdout. Frames are described in frames.mjs and docs/architecture.md.
 import childProcess from "node:child_process";
 import { loadPyodide } from "./node_modules/pyodide/pyodide.mjs";
-import { encodeFrame, PROTOCOL_VERSION } from "./frames.mjs";
+import { encodeFrame, FrameReader, PROTOCOL_VERSION } from "./frames.mjs";
+import { Ring } from "./ring.mjs";
 
 const OUT_CHUNK = 1 << 20;     // Python output is forwarded in pieces of at most 1 MiB
 const READ_CHUNK = 8 << 20;    // at most this much of a file per "read" answer
@@ -238,31 +239,30 @@ function fileRequest(header, body) {
   }
 }
 
-// ---- main loop: frames come from the stdin worker, one at a time ----
+// ---- main loop: frames come from the stdin worker through a shared ring, one at a time ----
 
+const SPIN_MS = 2;  // how long the main thread spins for the next request before it sleeps in Atomics.wait
+const ringShared = Ring.allocate();
+const ring = new Ring(ringShared);
 const worker = new Worker(new URL("./stdin_worker.mjs", hostDir).href, { type: "module" });
-const queue = [];
-let waiting = null;
-worker.onmessage = (event) => {
-  queue.push(event.data);
-  if (waiting) {
-    const wake = waiting;
-    waiting = null;
-    wake();
-  }
-};
-worker.postMessage({ interrupt: interruptShared, slots: slotsShared });
+worker.postMessage({ interrupt: interruptShared, slots: slotsShared, ring: ringShared });
+const requests = new FrameReader();
 
-async function nextMessage() {
-  while (queue.length === 0) await new Promise((resolve) => (waiting = resolve));
-  return queue.shift();
+// The next request. Blocks the event loop while waiting: between requests there is nothing else for it to do.
+function nextFrame() {
+  for (;;) {
+    const frame = requests.next();
+    if (frame !== null) return frame;
+    const got = ring.read(SPIN_MS);
+    if (got === Ring.EOF) Deno.exit(0);  // the C++ side went away
+    if (got === Ring.BAD) Deno.exit(3);  // it spoke nonsense
+    requests.push(got);
+  }
 }
 
 let initialised = false;
 for (;;) {
-  const msg = await nextMessage();
-  if (msg.eof || msg.bad) Deno.exit(msg.bad ? 3 : 0);   // the C++ side went away (or spoke nonsense)
-  const { header, body } = msg;
+  const { header, body } = nextFrame();
   if (!initialised) {
     if (header.t !== "init") Deno.exit(3);
     initialised = true;

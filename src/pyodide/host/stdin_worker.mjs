@@ -1,8 +1,11 @@
 // The host's stdin reader. It runs in a Web Worker so that it keeps reading while the main thread is busy running
 // Python: an "interrupt" frame from the C++ side is acted on at once by writing SIGINT (2) into Pyodide's interrupt
-// buffer (pyodide.md §1.6, layout 2), which Python checks between bytecodes. Every other frame is passed to the main
-// thread, which handles them in order once Python yields.
+// buffer (pyodide.md §1.6, layout 2), which Python checks between bytecodes. Every other frame is copied, as raw
+// bytes and in order, into a ring buffer shared with the main thread (ring.mjs), which waits on it with
+// Atomics.wait. Blocking reads and shared memory keep a request to a single thread hand-off; Deno's async stdin
+// and postMessage would cost two more wake-ups per call.
 import { FrameReader } from "./frames.mjs";
+import { Ring } from "./ring.mjs";
 
 let interruptBuffer = null;  // Uint8Array over a SharedArrayBuffer: Pyodide's interrupt buffer
 let slots = null;            // Int32Array over a SharedArrayBuffer: [0] id running now, [1] id asked to interrupt
@@ -14,34 +17,34 @@ function requestInterrupt(id) {
   if (Atomics.load(slots, 0) === id) Atomics.store(interruptBuffer, 0, 2);
 }
 
-async function readLoop() {
+function readLoop(ring) {
   const reader = new FrameReader();
   const chunk = new Uint8Array(1 << 16);
   for (;;) {
     let n;
     try {
-      n = await Deno.stdin.read(chunk);
+      n = Deno.stdin.readSync(chunk);
     } catch (_) {
       n = null;
     }
     if (n === null) {
-      self.postMessage({ eof: true });
+      ring.close(Ring.EOF);
       return;
     }
     reader.push(chunk.subarray(0, n));
     for (;;) {
       let frame;
       try {
-        frame = reader.next();
-      } catch (e) {
-        self.postMessage({ bad: String(e) });
+        frame = reader.nextRaw();
+      } catch (_) {
+        ring.close(Ring.BAD);
         return;
       }
       if (frame === null) break;
       if (frame.header.t === "interrupt") {
         requestInterrupt(frame.header.id | 0);
       } else {
-        self.postMessage(frame, [frame.body.buffer]);
+        ring.write(frame.raw);
       }
     }
   }
@@ -50,6 +53,7 @@ async function readLoop() {
 self.onmessage = (event) => {
   interruptBuffer = new Uint8Array(event.data.interrupt);
   slots = new Int32Array(event.data.slots);
+  const ring = new Ring(event.data.ring);
   self.onmessage = null;
-  readLoop();
+  readLoop(ring);
 };
