@@ -390,7 +390,7 @@ TEST_CASE("a call cancelled before it starts never runs: ERROR with retry_safe",
   CHECK(sb->execute_code("'ran' in globals()").results.at(0).data.at("text/plain") == "False");
 }
 
-TEST_CASE("a call cancelled while running is interrupted: UNKNOWN, state kept", "[cancel]") {
+TEST_CASE("a call cancelled while running is interrupted: UNKNOWN, state kept", "[cancel][timing]") {
   auto sb = make_sandbox();
   REQUIRE(sb->execute_code("kept = 7").status == ci::ExecutionStatus::kSuccess);
   std::stop_source source;

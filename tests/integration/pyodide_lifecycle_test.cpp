@@ -170,7 +170,7 @@ TEST_CASE("creation that does not finish within create_timeout fails transiently
   CHECK(test_support::no_deno_children());
 }
 
-TEST_CASE("creation can be cancelled through its stop_token", "[lifecycle]") {
+TEST_CASE("creation can be cancelled through its stop_token", "[lifecycle][timing]") {
   std::stop_source source;
   ci::PyodideOptions o;
   o.cancel = source.get_token();
@@ -347,4 +347,41 @@ TEST_CASE("a start that times out nests a TransportError of kind timeout", "[lif
     }
   }
   CHECK(test_support::no_deno_children());
+}
+
+TEST_CASE("no runtime survives a host program that is killed", "[lifecycle][timing]") {
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  const pid_t host = ::fork();
+  REQUIRE(host >= 0);
+  if (host == 0) {
+    // The host program: start a sandbox, report its runtime's pid, then die without any cleanup.
+    ::close(pipe_fds[0]);
+    try {
+      auto sb = ci::PyodideSandbox::create();
+      const auto children = test_support::deno_children();
+      const pid_t runtime = children.size() == 1 ? children[0] : -1;
+      [[maybe_unused]] auto n = ::write(pipe_fds[1], &runtime, sizeof runtime);
+    } catch (...) {
+    }
+    ::raise(SIGKILL);
+  }
+  ::close(pipe_fds[1]);
+  pid_t runtime = -1;
+  REQUIRE(::read(pipe_fds[0], &runtime, sizeof runtime) == static_cast<ssize_t>(sizeof runtime));
+  ::close(pipe_fds[0]);
+  REQUIRE(runtime > 0);
+  int status = 0;
+  REQUIRE(::waitpid(host, &status, 0) == host);
+  CHECK(WIFSIGNALED(status));
+  // The runtime was the killed host's child; PR_SET_PDEATHSIG ends it. Poll until it is gone (or a zombie).
+  const auto end = std::chrono::steady_clock::now() + 3s;
+  bool gone = false;
+  while (std::chrono::steady_clock::now() < end && !gone) {
+    std::ifstream stat("/proc/" + std::to_string(runtime) + "/stat");
+    std::string line;
+    gone = !std::getline(stat, line) || line.find(") Z ") != std::string::npos;
+    if (!gone) std::this_thread::sleep_for(20ms);
+  }
+  CHECK(gone);
 }
