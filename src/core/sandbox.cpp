@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/utf8.hpp"
+
 namespace code_interpreter {
 
 namespace {
@@ -14,42 +16,6 @@ void check_path(std::string_view path, const char* what) {
   }
 }
 
-bool valid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  while (i < s.size()) {
-    const unsigned char b = p[i];
-    std::size_t n;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (b < 0x80) {
-      ++i;
-      continue;
-    } else if (b >= 0xC2 && b <= 0xDF) {
-      n = 2;
-    } else if (b == 0xE0) {
-      n = 3, lo = 0xA0;
-    } else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) {
-      n = 3;
-    } else if (b == 0xED) {
-      n = 3, hi = 0x9F;
-    } else if (b == 0xF0) {
-      n = 4, lo = 0x90;
-    } else if (b >= 0xF1 && b <= 0xF3) {
-      n = 4;
-    } else if (b == 0xF4) {
-      n = 4, hi = 0x8F;
-    } else {
-      return false;
-    }
-    if (i + n > s.size() || p[i + 1] < lo || p[i + 1] > hi) return false;
-    for (std::size_t k = 2; k < n; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-    }
-    i += n;
-  }
-  return true;
-}
-
 // Environment variables travel as JSON text to every backend: names must be usable as names, and both names and
 // values must be valid UTF-8.
 void check_env(const std::map<std::string, std::string>& env) {
@@ -58,11 +24,11 @@ void check_env(const std::map<std::string, std::string>& env) {
     if (name.find('=') != std::string::npos || name.find('\0') != std::string::npos) {
       throw std::invalid_argument("env: variable name '" + name + "' contains '=' or a NUL byte");
     }
-    if (!valid_utf8(name)) throw std::invalid_argument("env: a variable name is not valid UTF-8");
+    if (!detail::is_valid_utf8(name)) throw std::invalid_argument("env: a variable name is not valid UTF-8");
     if (value.find('\0') != std::string::npos) {
       throw std::invalid_argument("env: the value of '" + name + "' contains a NUL byte");
     }
-    if (!valid_utf8(value)) throw std::invalid_argument("env: the value of '" + name + "' is not valid UTF-8");
+    if (!detail::is_valid_utf8(value)) throw std::invalid_argument("env: the value of '" + name + "' is not valid UTF-8");
   }
 }
 

@@ -11,6 +11,9 @@ namespace code_interpreter::detail {
 /// Python's bytes.decode("utf-8", "replace") does (Unicode 15, §3.9 "U+FFFD Substitution of Maximal Subparts").
 void append_utf8_replacing(std::string& out, std::string_view bytes);
 
+/// Whether `bytes` is well-formed UTF-8.
+bool is_valid_utf8(std::string_view bytes);
+
 /// The same, returning a new string.
 std::string utf8_replacing(std::string_view bytes);
 

@@ -774,16 +774,10 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
           return r;
         }
       }
-      // A frame that breaks the protocol: the runtime can no longer be trusted.
-      r.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
-      respawn();
-      finish_streams();
-      set_unknown("pyodide.malformed_frame", "malformed output from the Pyodide runtime (" + why +
-                                                 "); the runtime was restarted and its state lost");
-      r.state_lost = true;
-      return r;
+      // Falls through: a frame that breaks the protocol is handled as malformed output below.
     }
-    if (w == Wait::kMalformed || (w == Wait::kEof && !why.empty() && !terminating)) {
+    if (w == Wait::kFrame || w == Wait::kMalformed || (w == Wait::kEof && !why.empty() && !terminating)) {
+      // The runtime broke the protocol: it can no longer be trusted.
       r.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
       respawn();
       finish_streams();
