@@ -53,7 +53,7 @@ struct PyodideOptions {
 /// wheels), interrupt; no shell commands, no network; upload_dir "/files".
 class CODE_INTERPRETER_EXPORT PyodideSandbox final : public CodeInterpreterSandbox {
  public:
-  /// Starts the runtime and waits until Python is ready (typically 3-4 s).
+  /// Starts the runtime and waits until Python is ready (about 3 s on an idle 2-core machine; more under load).
   /// @throws TemplateBuildError (stage template_build) if the runtime is missing or of the wrong version.
   /// @throws SandboxStartError (stages configure, start_runtime, install_packages) otherwise; nothing is left
   ///         running.

@@ -31,7 +31,8 @@ class CODE_INTERPRETER_EXPORT BaseSandbox {
   /// @param path absolute, or relative to the sandbox's working directory.
   /// @param timeout nullopt: the backend's default (60 s for Pyodide); <= 0: unbounded.
   /// @return the bytes, or std::nullopt on any failure (missing file, timeout, lost sandbox). Never throws except
-  ///         std::invalid_argument (empty path or a NUL byte) and SandboxNotInitializedError after terminate.
+  ///         std::invalid_argument (a path that is empty, holds a NUL byte or is over 4096 bytes) and
+  ///         SandboxNotInitializedError after terminate.
   [[nodiscard]] std::optional<std::string> download_file(std::string_view path, Timeout timeout = std::nullopt);
 
   /// Tears the sandbox down. A second call is a no-op. From another thread it cancels the call in flight.
@@ -73,6 +74,8 @@ class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
   [[nodiscard]] ExecutionResult execute_code(std::string_view code, const ExecuteOptions& options = {});
 
   /// Runs a shell command; a backend without shell commands answers kError, exit_code -1, no FailureDetail.
+  /// @throws std::invalid_argument for an env name that is empty or holds '=' or NUL, or an env name or value that
+  ///         is not valid UTF-8.
   /// @throws SandboxNotInitializedError after terminate.
   [[nodiscard]] ExecutionResult execute_command(std::string_view command, const CommandOptions& options = {});
 

@@ -9,8 +9,13 @@
 namespace code_interpreter {
 
 namespace {
+constexpr std::size_t kMaxPathBytes = 4096;  // PATH_MAX on Linux; every backend's filesystem refuses longer ones
+
 void check_path(std::string_view path, const char* what) {
   if (path.empty()) throw std::invalid_argument(std::string(what) + " is empty");
+  if (path.size() > kMaxPathBytes) {
+    throw std::invalid_argument(std::string(what) + " is longer than " + std::to_string(kMaxPathBytes) + " bytes");
+  }
   if (path.find('\0') != std::string_view::npos) {
     throw std::invalid_argument(std::string(what) + " contains a NUL byte");
   }

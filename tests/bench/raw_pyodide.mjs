@@ -3,7 +3,7 @@
 //   deno run <the sandbox's flags> raw_pyodide.mjs <runtime dir> <warm-up calls> <timed calls> [--interrupt-buffer]
 //
 // It loads Pyodide and runner.py the way host.mjs does, so the only difference to the sandbox is the C++ <-> Deno
-// frame transport and the stdin worker. It prints one JSON line:
+// frame transport: the stdin worker, the shared ring to the main thread, and the pipes. It prints one JSON line:
 //   {"cold_ms": <performance.now() when the first run("1+1") resolved>, "warm_ms": [<one per timed call>],
 //    "pyodide": "<version>", "deno": "<version>"}
 // performance.now() counts from the start of the Deno runtime, which is the closest this process can see of its

@@ -461,3 +461,16 @@ TEST_CASE("a huge last value or exception message is cut in the middle, and the 
   CHECK(e.code_error->value.size() == 262144 + std::string("\n... [1737856 characters cut] ...\n").size());
   CHECK_FALSE(e.state_lost);
 }
+
+TEST_CASE("an exit code beyond a C int is 1, as CPython's own exit would give", "[execute]") {
+  auto sb = make_sandbox();
+  for (const char* code : {"import sys\nsys.exit(2**40 + 5)", "import sys\nsys.exit(10**400)"}) {
+    auto r = sb->execute_code(code);
+    INFO(code);
+    CHECK(r.status == ci::ExecutionStatus::kError);
+    CHECK(r.exit_code == 1);
+    REQUIRE(r.code_error.has_value());
+    CHECK(r.code_error->name == "SystemExit");
+  }
+  CHECK(sb->execute_code("import sys\nsys.exit(-7)").exit_code == -7);
+}

@@ -206,3 +206,12 @@ TEST_CASE("a directory of 30000 entries lists completely", "[files]") {
   CHECK(files.front() == ci::FileInfo{"entry-00000.txt", "/files/many/entry-00000.txt", false, 0});
   CHECK(files.back().name == "entry-29999.txt");
 }
+
+TEST_CASE("a path over 4096 bytes is an invalid argument and the runtime is untouched", "[files]") {
+  auto sb = make_sandbox();
+  REQUIRE(sb->execute_code("kept = 1").status == ci::ExecutionStatus::kSuccess);
+  const std::string long_path = "/files/" + std::string(5000, 'p');
+  CHECK_THROWS_AS(sb->write_file(long_path, "x"), std::invalid_argument);
+  CHECK_THROWS_AS(sb->download_file(long_path), std::invalid_argument);
+  CHECK(sb->execute_code("kept").results.at(0).data.at("text/plain") == "1");
+}

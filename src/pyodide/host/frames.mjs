@@ -1,4 +1,5 @@
-// Frame codec shared by host.mjs (writer) and stdin_worker.mjs (reader).
+// Frame codec: host.mjs writes frames to stdout; stdin_worker.mjs reads them from stdin (and passes all but
+// interrupts on through ring.mjs), and host.mjs reads those again from the ring.
 //
 // One frame = u32 header length (big-endian) | u32 body length (big-endian) | header (UTF-8 JSON) | body (bytes).
 // The same layout is parsed by src/pyodide/frame.cpp; see docs/architecture.md, "The Pyodide frame protocol".

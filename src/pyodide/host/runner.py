@@ -49,7 +49,7 @@ def _describe(exc):
         value = str(exc)
     except BaseException:
         value = "<str() failed>"
-    return {"name": type(exc).__name__, "value": _cap(value), "traceback": _cap(_user_traceback(exc))}
+    return {"name": _cap(type(exc).__name__), "value": _cap(value), "traceback": _cap(_user_traceback(exc))}
 
 
 def _flush():
@@ -80,7 +80,8 @@ def _exit_code(code):
     if code is None:
         return 0
     if isinstance(code, int) and not isinstance(code, bool):
-        return code
+        # Beyond a C int, CPython's own exit would fail to convert the value and exit with 1.
+        return code if -(2**31) <= code < 2**31 else 1
     if isinstance(code, bool):
         return int(code)
     return 1
