@@ -4,9 +4,10 @@
 //
 // The program's stdout goes to stdout and its stderr to stderr, line by line as they are produced; the library's
 // own messages (an error, a traceback, a timeout) go to stderr only. Exit status: 0 SUCCESS, 1 ERROR, 2 TIMEOUT,
-// 3 UNKNOWN, 4 the sandbox could not start, 64 bad usage.
+// 3 UNKNOWN, 4 the sandbox could not start, 64 bad usage. --timeout 0 means no limit.
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -38,9 +39,12 @@ int main(int argc, char** argv) {
   std::optional<std::string> code;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (arg == "--backend" && i + 1 < argc) {
+    if ((arg == "--backend" || arg == "--timeout" || arg == "-c") && i + 1 >= argc) {
+      return usage((std::string(arg) + " needs a value").c_str());
+    }
+    if (arg == "--backend") {
       backend = argv[++i];
-    } else if (arg == "--timeout" && i + 1 < argc) {
+    } else if (arg == "--timeout") {
       const std::string_view text = argv[++i];
       double seconds = 0;
       try {
@@ -50,8 +54,12 @@ int main(int argc, char** argv) {
       } catch (const std::exception&) {
         return usage("--timeout takes a number of seconds");
       }
+      // 0 means no limit; anything else must be a whole number of milliseconds the library can hold.
+      if (!(seconds == 0 || (seconds >= 0.001 && seconds <= 1e6))) {
+        return usage("--timeout takes 0 (no limit) or 0.001 to 1000000 seconds");
+      }
       timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
-    } else if (arg == "-c" && i + 1 < argc) {
+    } else if (arg == "-c") {
       if (code) return usage("give the code once");
       code = argv[++i];
     } else if (arg == "-") {
@@ -66,6 +74,10 @@ int main(int argc, char** argv) {
       return usage(("unknown option " + std::string(arg)).c_str());
     } else {
       if (code) return usage("give the code once");
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(std::string(arg), ec)) {
+        return usage(("cannot read " + std::string(arg) + ": not a regular file").c_str());
+      }
       std::ifstream file{std::string(arg), std::ios::binary};
       if (!file) return usage(("cannot read " + std::string(arg)).c_str());
       std::stringstream in;

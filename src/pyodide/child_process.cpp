@@ -113,6 +113,7 @@ ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::v
     // In the child.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the host died before prctl took effect
+    ::setpgid(0, 0);  // a terminal's Ctrl-C goes to the host's process group; the host decides what it ends
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -46,6 +46,7 @@ constexpr std::size_t kFileChunk = 8u << 20;  // bytes per read/write frame (the
 constexpr const char* kUploadDir = "/files";
 constexpr std::size_t kMaxCodeBytes = 16u << 20;
 constexpr auto kSpin = std::chrono::microseconds(1000);
+constexpr auto kInterruptRepeat = std::chrono::milliseconds(50);
 constexpr std::size_t kMinFrameBytes = kFileChunk + (1u << 20);
 constexpr std::size_t kMaxEnvBytes = 512u << 10;
 
@@ -719,17 +720,24 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
     return never_ran(std::string(code), message, "pyodide.runtime_lost", true);
   }
 
+  // The interrupt is repeated every kInterruptRepeat until the grace period ends: one that Python checks while the
+  // user's code is off the stack (inside the event loop) only cancels its task, which a synchronous loop never sees.
+  std::optional<Clock::time_point> next_interrupt;
+  auto send_interrupt = [&] {
+    write_all(h->child.stdin_fd(), detail::encode_frame({{"t", "interrupt"}, {"id", rid}}));
+    next_interrupt = Clock::now() + kInterruptRepeat;
+  };
   auto ask_to_stop = [&](Reason why) {
     if (reason == Reason::kNone) reason = why;
     if (hard_deadline) return;
-    write_all(h->child.stdin_fd(), detail::encode_frame({{"t", "interrupt"}, {"id", rid}}));
+    send_interrupt();
     hard_deadline = Clock::now() + options.interrupt_grace;
   };
 
   for (;;) {
     Frame f;
     std::string why;
-    const auto wait_until = hard_deadline ? hard_deadline : deadline;
+    const auto wait_until = hard_deadline ? std::min(*hard_deadline, *next_interrupt) : deadline;
     const Wait w = next_frame(*h, wait_until, f, why, /*spin=*/true);
     if (w == Wait::kFrame) {
       const auto t = field_string(f.header, "t");
@@ -768,7 +776,9 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
           finish_streams();
           if (reason == Reason::kCallback) {
             stopped(false);
-          } else if (status == "interrupted" && host_interrupt) {
+          } else if (host_interrupt && status != "ok") {
+            // We asked the code to stop; whatever error it ended with (KeyboardInterrupt, CancelledError, or an
+            // error the interrupt caused inside Pyodide) is the consequence of that request, not the code's own.
             stopped(false);
           }
           return r;
@@ -789,6 +799,10 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
     if (w == Wait::kDeadline) {
       if (!hard_deadline) {
         ask_to_stop(Reason::kTimeout);
+        continue;
+      }
+      if (Clock::now() < *hard_deadline) {
+        send_interrupt();
         continue;
       }
       // The grace period is over: kill, and start a fresh runtime for the next call.
@@ -851,6 +865,9 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
     throw SandboxStartError("max_frame_bytes must be at least " + std::to_string(kMinFrameBytes) +
                                 " bytes (a file chunk of 8 MiB plus its header)",
                             Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  if (options.interrupt_grace.count() < 0) {
+    throw SandboxStartError("interrupt_grace must not be negative", Stage::kConfigure, ErrorKind::kInvalidArgument);
   }
   if (options.max_output_bytes == 0) {
     throw SandboxStartError("max_output_bytes must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);

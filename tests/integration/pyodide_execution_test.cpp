@@ -474,3 +474,36 @@ TEST_CASE("an exit code beyond a C int is 1, as CPython's own exit would give", 
   }
   CHECK(sb->execute_code("import sys\nsys.exit(-7)").exit_code == -7);
 }
+
+TEST_CASE("a lone surrogate in an exception message comes back escaped, not as a broken frame", "[execute]") {
+  auto sb = make_sandbox();
+  REQUIRE(sb->execute_code("kept = 1").status == ci::ExecutionStatus::kSuccess);
+  auto r = sb->execute_code("raise ValueError(b'\\xff'.decode('utf-8', 'surrogateescape'))");
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  REQUIRE(r.code_error.has_value());
+  CHECK(r.code_error->value == "\\udcff");
+  CHECK_FALSE(r.state_lost);
+  CHECK(sb->execute_code("kept").results.at(0).data.at("text/plain") == "1");
+}
+
+TEST_CASE("timeouts that land anywhere in a run never crash the runtime", "[timing]") {
+  auto sb = make_sandbox();
+  REQUIRE(sb->execute_code("kept = 'state'").status == ci::ExecutionStatus::kSuccess);
+  // 1 ms budgets land the interrupt in the runner's and the event loop's own code as well as in the user's.
+  for (int i = 0; i < 40; ++i) {
+    ci::ExecuteOptions o;
+    o.timeout = std::chrono::milliseconds(1 + i % 3);
+    auto r = sb->execute_code(i % 2 ? "1 + 1" : "x = 0\nfor i in range(20000):\n    x += i", o);
+    INFO(i);
+    REQUIRE(!r.state_lost);
+    CHECK((r.status == ci::ExecutionStatus::kSuccess ||
+           (r.status == ci::ExecutionStatus::kTimeout && r.timeout_kind == ci::TimeoutKind::kExecution)));
+  }
+  ci::ExecuteOptions o;
+  o.timeout = 150ms;
+  auto a = sb->execute_code("import asyncio\nwhile True:\n    await asyncio.sleep(0.001)", o);
+  CHECK(a.status == ci::ExecutionStatus::kTimeout);
+  CHECK(a.timeout_kind == ci::TimeoutKind::kExecution);
+  CHECK_FALSE(a.state_lost);
+  CHECK(sb->execute_code("kept").results.at(0).data.at("text/plain") == "'state'");
+}

@@ -385,3 +385,23 @@ TEST_CASE("no runtime survives a host program that is killed", "[lifecycle][timi
   }
   CHECK(gone);
 }
+
+TEST_CASE("a negative interrupt_grace is refused at configure", "[lifecycle]") {
+  ci::PyodideOptions o;
+  o.interrupt_grace = std::chrono::milliseconds(-100);
+  try {
+    (void)ci::PyodideSandbox::create(o);
+    FAIL("create succeeded");
+  } catch (const ci::SandboxStartError& e) {
+    CHECK(e.stage() == ci::Stage::kConfigure);
+    CHECK(std::string(e.what()) == "interrupt_grace must not be negative");
+  }
+}
+
+TEST_CASE("the runtime has its own process group, so a terminal's Ctrl-C leaves it to the host", "[lifecycle]") {
+  auto sb = make_sandbox();
+  const auto children = test_support::deno_children();
+  REQUIRE(children.size() == 1);
+  CHECK(::getpgid(children[0]) == children[0]);
+  CHECK(::getpgid(children[0]) != ::getpgrp());
+}

@@ -156,8 +156,10 @@ TEST_CASE("short timeouts while the runtime restarts let it finish starting", "[
   do {
     r = sb->execute_code("'ready'", quick);
     if (r.status == ci::ExecutionStatus::kTimeout) {
+      // kRequest while the runtime starts; kExecution if it became ready just before the deadline and the first
+      // run (slower than later ones) was interrupted. Neither loses state.
       ++timeouts;
-      CHECK(r.timeout_kind == ci::TimeoutKind::kRequest);
+      CHECK((r.timeout_kind == ci::TimeoutKind::kRequest || r.timeout_kind == ci::TimeoutKind::kExecution));
       CHECK_FALSE(r.state_lost);
     }
   } while (r.status == ci::ExecutionStatus::kTimeout && Clock::now() - t0 < 30s);

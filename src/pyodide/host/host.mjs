@@ -31,6 +31,10 @@ function neutraliseSubprocesses() {
   childProcess.execFileSync = refuse;
 }
 
+// A rejection nobody handles would end the process (Deno's default). An interrupt that escapes Python's task is one;
+// the run it belonged to then never answers, and the C++ side's grace period ends it, with the right status.
+globalThis.addEventListener("unhandledrejection", (event) => event.preventDefault());
+
 const hostDir = new URL(".", import.meta.url);
 const interruptShared = new SharedArrayBuffer(1);
 const slotsShared = new SharedArrayBuffer(8);

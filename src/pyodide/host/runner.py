@@ -3,8 +3,10 @@
 # Lives in Pyodide's own __main__; user code gets a separate globals dict that persists across calls of one sandbox.
 # Catching BaseException here is what keeps SystemExit and KeyboardInterrupt from escaping into the JS event loop,
 # which would kill the runtime (pyodide.md §1.5).
+import asyncio as _asyncio
 import json as _json
 import os as _os
+import signal as _signal
 import sys as _sys
 import traceback as _traceback
 
@@ -30,6 +32,8 @@ TEXT_CAP = 256 * 1024
 
 
 def _cap(text):
+    # Lone surrogates (from surrogateescape, say) cannot be encoded as UTF-8 JSON: show them as escapes.
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     if len(text) <= TEXT_CAP:
         return text
     half = TEXT_CAP // 2
@@ -87,10 +91,43 @@ def _exit_code(code):
     return 1
 
 
+# The host's interrupt (a timeout or a cancel) arrives as SIGINT, checked between any two bytecodes, also those of
+# the event loop and of this module. Raised there, KeyboardInterrupt would escape the task and end the runtime. So
+# it is raised only while the user's code is on the stack. Elsewhere (awaits, and time.sleep, run the event loop
+# while the user's frames are suspended) the run's task is cancelled instead, which raises CancelledError at the
+# await where the user's code waits. Code suspended inside time.sleep never sees either; the C++ side repeats the
+# interrupt through the grace period and then kills the runtime (pyodide.md §1.6: time.sleep is not interruptible).
+_run_task = None
+
+
+def _user_code_on_stack(frame):
+    while frame is not None:
+        if frame.f_code.co_filename == CODE_FILENAME:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _on_interrupt(signum, frame):
+    task = _run_task
+    if task is None:
+        return  # no run in progress: nothing to stop
+    if _user_code_on_stack(frame):
+        raise KeyboardInterrupt
+    if not task.done():
+        task.cancel()
+
+
+_signal.signal(_signal.SIGINT, _on_interrupt)
+
+
 async def run(code, env_json):
-    saved = _apply_env(_json.loads(env_json))
+    global _run_task
+    _run_task = _asyncio.current_task()
+    saved = {}
     out = {"status": "ok"}
     try:
+        saved = _apply_env(_json.loads(env_json))
         value = await _eval_code_async(code, _user_globals, filename=CODE_FILENAME)
         if value is not None:
             try:
@@ -103,11 +140,12 @@ async def run(code, env_json):
             out = {"status": "ok", "exit_code": 0}
         else:
             out = {"status": "error", "exit_code": status, "error": _describe(exc)}
-    except KeyboardInterrupt as exc:
+    except (KeyboardInterrupt, _asyncio.CancelledError) as exc:
         out = {"status": "interrupted", "error": _describe(exc)}
     except BaseException as exc:
         out = {"status": "error", "exit_code": 1, "error": _describe(exc)}
     finally:
+        _run_task = None
         _restore_env(saved)
         _flush()
     return _json.dumps(out)
