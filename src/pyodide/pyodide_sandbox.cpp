@@ -56,8 +56,9 @@ std::optional<Clock::time_point> deadline_from(Timeout timeout, std::chrono::mil
   return Clock::now() + budget;
 }
 
-// Writes all of `data` to a pipe without letting SIGPIPE reach the host program.
-bool write_all(int fd, std::string_view data) {
+// Writes all of `data` to a pipe without letting SIGPIPE reach the host program. Gives up (false) when the reader
+// is gone or, with a deadline, when a stopped reader leaves the pipe full until then.
+bool write_all(int fd, std::string_view data, std::optional<Clock::time_point> deadline = std::nullopt) {
   sigset_t pipe_set, old_set;
   sigemptyset(&pipe_set);
   sigaddset(&pipe_set, SIGPIPE);
@@ -69,8 +70,17 @@ bool write_all(int fd, std::string_view data) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) {
+        int wait_ms = 100;
+        if (deadline) {
+          const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count();
+          if (left <= 0) {
+            ok = false;
+            break;
+          }
+          wait_ms = static_cast<int>(std::min<long long>(left, 100));
+        }
         pollfd p{fd, POLLOUT, 0};
-        ::poll(&p, 1, 100);
+        ::poll(&p, 1, wait_ms);
         continue;
       }
       got_epipe = errno == EPIPE;
@@ -419,7 +429,11 @@ struct PyodideSandbox::Impl {
     const auto rid = request_id();
     header["t"] = "fs";
     header["id"] = rid;
-    if (!write_all(h->child.stdin_fd(), detail::encode_frame(header, body))) {
+    if (!write_all(h->child.stdin_fd(), detail::encode_frame(header, body), deadline)) {
+      if (deadline && Clock::now() >= *deadline) {
+        respawn();
+        return FileError{ErrorKind::kTimeout, "the runtime did not take the request in time; it was restarted", true};
+      }
       const auto message = death_description(*h);
       respawn();
       return FileError{ErrorKind::kUnavailable, message, true};
@@ -714,8 +728,12 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
   const auto rid = request_id();
   json header = {{"t", "exec"}, {"id", rid}, {"env", opts.env}};
   const auto started = Clock::now();
-  if (!write_all(h->child.stdin_fd(), detail::encode_frame(header, code))) {
-    const auto message = death_description(*h);
+  if (!write_all(h->child.stdin_fd(), detail::encode_frame(header, code), deadline)) {
+    // The runtime is killed before it could take the whole request, so the code never ran.
+    const bool timed_out = deadline && Clock::now() >= *deadline;
+    const auto message = timed_out ? std::string("the runtime did not take the code before the timeout (is it stopped?); "
+                                                 "it was restarted")
+                                   : death_description(*h);
     respawn();
     return never_ran(std::string(code), message, "pyodide.runtime_lost", true);
   }

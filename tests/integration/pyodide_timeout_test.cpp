@@ -188,3 +188,24 @@ TEST_CASE("cancelling during a large upload stops before the code is sent", "[ti
   CHECK(r.failure->retry_safe);
   CHECK(sb->execute_code("'ran' in globals()").results.at(0).data.at("text/plain") == "False");
 }
+
+TEST_CASE("a stopped runtime cannot block a call past its timeout, even while the code is being sent", "[timing]") {
+  auto sb = make_sandbox();
+  const auto children = test_support::deno_children();
+  REQUIRE(children.size() == 1);
+  ::kill(children[0], SIGSTOP);
+  ci::ExecuteOptions o;
+  o.timeout = 2000ms;
+  const std::string big = "x = '" + std::string(4u << 20, 'a') + "'\n";  // more than a pipe holds
+  const auto t0 = Clock::now();
+  auto r = sb->execute_code(big, o);
+  const auto took = Clock::now() - t0;
+  ::kill(children[0], SIGCONT);
+  CHECK(took < 5s);
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  REQUIRE(r.failure.has_value());
+  CHECK(r.failure->exception_type == "pyodide.runtime_lost");
+  CHECK(r.failure->retry_safe);
+  CHECK(r.state_lost);
+  CHECK(sb->execute_code("'fresh'").results.at(0).data.at("text/plain") == "'fresh'");
+}
