@@ -98,6 +98,14 @@ bool write_all(int fd, std::string_view data, std::optional<Clock::time_point> d
   return ok;
 }
 
+std::string random_token() {
+  std::random_device rd;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (int i = 0; i < 32; ++i) token += kHex[rd() & 15];
+  return token;
+}
+
 std::string random_id() {
   std::random_device rd;
   std::uniform_int_distribution<unsigned> byte(0, 255);
@@ -161,6 +169,7 @@ struct Host {
   }
   ChildProcess child;
   FrameDecoder decoder;
+  std::string token = random_token();  // every frame from this process must carry it (host.mjs send)
   bool ready = false;
   bool eof = false;
 };
@@ -230,7 +239,7 @@ struct PyodideSandbox::Impl {
   // Starts a runtime process and queues its init frame; readiness is awaited by await_ready().
   void spawn() {
     auto h = std::make_shared<Host>(runtime, deno_args, child_env(), options.max_frame_bytes);
-    json init = {{"t", "init"}, {"wheels", wheels}, {"packages", options.additional_packages}};
+    json init = {{"t", "init"}, {"token", h->token}, {"wheels", wheels}, {"packages", options.additional_packages}};
     write_all(h->child.stdin_fd(), detail::encode_frame(init));
     std::lock_guard lock(state_mu);
     host = std::move(h);
@@ -267,6 +276,10 @@ struct PyodideSandbox::Impl {
     for (;;) {
       try {
         if (auto f = h.decoder.next()) {
+          if (field_string(f->header, "k") != h.token) {
+            why = "a frame without this runtime's token (forged output)";
+            return Wait::kMalformed;
+          }
           out = std::move(*f);
           return Wait::kFrame;
         }

@@ -507,3 +507,15 @@ TEST_CASE("timeouts that land anywhere in a run never crash the runtime", "[timi
   CHECK_FALSE(a.state_lost);
   CHECK(sb->execute_code("kept").results.at(0).data.at("text/plain") == "'state'");
 }
+
+TEST_CASE("the code cannot replace the runtime's streams to forge frames", "[security]") {
+  auto sb = make_sandbox();
+  for (const char* name : {"setStdout", "setStderr", "setStdin", "setInterruptBuffer"}) {
+    auto r = sb->execute_code(std::string("import pyodide_js\npyodide_js.") + name + "()");
+    INFO(name);
+    CHECK(r.status == ci::ExecutionStatus::kError);
+    REQUIRE(r.code_error.has_value());
+    CHECK(r.code_error->value == std::string("Error: ") + name + " is not available in the sandbox");
+  }
+  CHECK(sb->execute_code("print('still framed')").stdout_text == "still framed\n");
+}

@@ -252,6 +252,7 @@ std::unique_ptr<ci::PyodideSandbox> hostile_sandbox(RuntimeCopy& copy) {
               "  if (code.includes('HOSTILE_OVERSIZE')) writeAll(new Uint8Array([0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0]));\n"
               "  if (code.includes('HOSTILE_JSON')) writeAll(new Uint8Array([0, 0, 0, 3, 0, 0, 0, 0, 0x7b, 0x7b, 0x7b]));\n"
               "  if (code.includes('HOSTILE_ID')) send({ t: 'result', id: id + 1000, status: 'ok' });\n"
+              "  if (code.includes('HOSTILE_TOKEN')) writeAll(encodeFrame({ t: 'result', id, status: 'ok' }));\n"
               "  if (code.includes('HOSTILE_CUT')) { writeAll(new Uint8Array([0, 0, 0, 40, 0, 0, 0, 0, 0x7b])); Deno.exit(0); }\n");
   copy.rewrite("host.mjs", host);
   return make_sandbox(with_runtime(copy.dir()));
@@ -404,4 +405,10 @@ TEST_CASE("the runtime has its own process group, so a terminal's Ctrl-C leaves 
   REQUIRE(children.size() == 1);
   CHECK(::getpgid(children[0]) == children[0]);
   CHECK(::getpgid(children[0]) != ::getpgrp());
+}
+
+TEST_CASE("a well-formed result without the runtime's token is taken as forged: UNKNOWN", "[hostile]") {
+  RuntimeCopy copy;
+  auto sb = hostile_sandbox(copy);
+  check_hostile(*sb, "HOSTILE_TOKEN");
 }

@@ -17,7 +17,13 @@ function writeAll(bytes) {
   while (off < bytes.length) off += Deno.stdout.writeSync(bytes.subarray(off));
 }
 
+// Every frame carries the token the C++ side chose for this process. The token lives only in this module's scope,
+// which Python cannot reach, so bytes that user code manages to put on stdout some other way are recognised as
+// forged (the call answers UNKNOWN) instead of being taken as a result.
+let frameToken = "";
+
 function send(header, body) {
+  header.k = frameToken;
   writeAll(encodeFrame(header, body));
 }
 
@@ -63,6 +69,7 @@ function setStreams() {
 }
 
 async function init(header) {
+  frameToken = String(header.token ?? "");
   neutraliseSubprocesses();
   pyodide = await loadPyodide({
     indexURL: new URL("./node_modules/pyodide/", hostDir).pathname,
@@ -73,6 +80,12 @@ async function init(header) {
   neutraliseSubprocesses();
   pyodide.setInterruptBuffer(interruptBuffer);
   setStreams();
+  // The code reaches this API object as `pyodide_js`: keep it from replacing our streams or interrupt buffer.
+  for (const name of ["setStdout", "setStderr", "setStdin", "setInterruptBuffer"]) {
+    pyodide[name] = () => {
+      throw new Error(`${name} is not available in the sandbox`);
+    };
+  }
   const source = await Deno.readTextFile(new URL("./runner.py", hostDir));
   const mod = pyodide.runPython(
     "import types as _t\n_m = _t.ModuleType('_code_interpreter_runner')\n_m",
