@@ -3,6 +3,7 @@
 #include "code_interpreter/pyodide_sandbox.hpp"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -156,6 +157,28 @@ template <typename Error, typename Cause>
     throw std::move(cause);
   } catch (...) {
     std::throw_with_nested(std::move(error));
+  }
+}
+
+constexpr std::string_view kDenoDirPrefix = "code_interpreter-deno-";
+
+// Removes the private DENO_DIRs of host programs that died without tearing their sandboxes down (a crash, kill -9):
+// each directory names its owner's pid in a file "owner"; one whose owner is gone (and that belongs to this user)
+// is removed. A directory whose pid was reused stays until that process ends too.
+void sweep_stale_deno_dirs(const fs::path& base) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(base, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind(kDenoDirPrefix, 0) != 0) continue;
+    struct stat st {};
+    if (::lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) continue;
+    std::ifstream owner(entry.path() / "owner");
+    long pid = 0;
+    if (!(owner >> pid) || pid <= 0) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code remove_ec;
+    fs::remove_all(entry.path(), remove_ec);
+    if (!remove_ec) logger()->debug("removed the stale runtime directory '{}' of process {}", entry.path().string(), pid);
   }
 }
 
@@ -961,7 +984,8 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
                                    Stage::kStartRuntime, ErrorKind::kInternal),
                  fs::filesystem_error("temp_directory_path", tmp_ec));
   }
-  std::string pattern = (base / "code_interpreter-deno-XXXXXX").string();
+  sweep_stale_deno_dirs(base);
+  std::string pattern = (base / (std::string(kDenoDirPrefix) + "XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr) {
     const int e = errno;
     throw_nested(SandboxStartError("cannot create a private DENO_DIR under '" + base.string() + "'",
@@ -969,6 +993,7 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
                  std::system_error(e, std::generic_category(), "mkdtemp"));
   }
   impl->deno_dir = pattern;
+  std::ofstream(impl->deno_dir / "owner") << ::getpid() << "\n";
 
   std::string allow = "--allow-read=";
   for (std::size_t i = 0; i < readable.size(); ++i) {

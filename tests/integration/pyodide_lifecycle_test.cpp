@@ -412,3 +412,19 @@ TEST_CASE("a well-formed result without the runtime's token is taken as forged: 
   auto sb = hostile_sandbox(copy);
   check_hostile(*sb, "HOSTILE_TOKEN");
 }
+
+TEST_CASE("a runtime directory left by a host that died is removed by the next create", "[lifecycle]") {
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  REQUIRE(::waitpid(dead, nullptr, 0) == dead);  // a pid that no longer exists
+  const auto stale = std::filesystem::temp_directory_path() / "code_interpreter-deno-stale-test";
+  std::filesystem::create_directories(stale / "cache");
+  test_support::write_text(stale / "owner", std::to_string(dead) + "\n");
+  const auto alive = std::filesystem::temp_directory_path() / "code_interpreter-deno-alive-test";
+  std::filesystem::create_directories(alive);
+  test_support::write_text(alive / "owner", std::to_string(::getpid()) + "\n");
+  auto sb = make_sandbox();
+  CHECK_FALSE(std::filesystem::exists(stale));
+  CHECK(std::filesystem::exists(alive));  // its owner (this process) is alive
+  std::filesystem::remove_all(alive);
+}
