@@ -33,6 +33,7 @@ struct PyodideOptions {
   /// Budget for starting the runtime and installing packages. nullopt: 120 s; <= 0: unbounded.
   Timeout create_timeout;
   /// After a timeout's interrupt, how long the code may take to stop before the runtime is killed and respawned.
+  /// Zero kills at once; negative is refused (stage configure).
   std::chrono::milliseconds interrupt_grace{2000};
   /// Per-stream cap on stdout_text / stderr_text in bytes; past it `truncated` is set (callbacks still get all).
   std::size_t max_output_bytes = 10u << 20;
@@ -47,8 +48,9 @@ struct PyodideOptions {
 ///
 /// The process may read only the runtime (and wheel) directories: no network, no environment, no writes, no
 /// subprocesses. State (variables, imported modules, the in-memory filesystem) persists across calls of one
-/// sandbox and is never shared between sandboxes. A timeout first interrupts the code (KeyboardInterrupt; state
-/// kept), then kills and respawns the process after `interrupt_grace` (state lost; `state_lost` is set).
+/// sandbox and is never shared between sandboxes. A timeout first interrupts the code (KeyboardInterrupt in running
+/// code, CancelledError at an await; state kept), then kills and respawns the process after `interrupt_grace`
+/// (state lost; `state_lost` is set). Code inside time.sleep cannot be interrupted and is always killed.
 /// Calls on one sandbox are serialized. Capabilities: stateful, file download and filesystem, packages (from
 /// wheels), interrupt; no shell commands, no network; upload_dir "/files".
 class CODE_INTERPRETER_EXPORT PyodideSandbox final : public CodeInterpreterSandbox {

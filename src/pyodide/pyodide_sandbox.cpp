@@ -778,7 +778,10 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
   // user's code is off the stack (inside the event loop) only cancels its task, which a synchronous loop never sees.
   std::optional<Clock::time_point> next_interrupt;
   auto send_interrupt = [&] {
-    write_all(h->child.stdin_fd(), detail::encode_frame({{"t", "interrupt"}, {"id", rid}}));
+    // Bounded like every write: a stopped runtime with a full pipe must not hold the call past its grace period
+    // (a frame cut short there is moot: the runtime is killed when the grace period ends).
+    write_all(h->child.stdin_fd(), detail::encode_frame({{"t", "interrupt"}, {"id", rid}}),
+              hard_deadline.value_or(Clock::now() + options.interrupt_grace));
     next_interrupt = Clock::now() + kInterruptRepeat;
   };
   auto ask_to_stop = [&](Reason why) {

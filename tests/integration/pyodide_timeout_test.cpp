@@ -70,7 +70,11 @@ TEST_CASE("a loop that swallows KeyboardInterrupt is hard-killed after the grace
   CHECK(r.status == ci::ExecutionStatus::kTimeout);
   CHECK(r.timeout_kind == ci::TimeoutKind::kExecution);
   CHECK(r.state_lost);
-  CHECK(r.stdout_text == "swallowed\n");
+  // The interrupt is repeated through the grace period, and each one is swallowed.
+  REQUIRE(r.stdout_text.size() >= std::string("swallowed\n").size());
+  std::string expected;
+  while (expected.size() < r.stdout_text.size()) expected += "swallowed\n";
+  CHECK(r.stdout_text == expected);
   CHECK(sb->execute_code("'caught' in globals()").results.at(0).data.at("text/plain") == "False");
 }
 

@@ -39,7 +39,11 @@ function neutraliseSubprocesses() {
 
 // A rejection nobody handles would end the process (Deno's default). An interrupt that escapes Python's task is one;
 // the run it belonged to then never answers, and the C++ side's grace period ends it, with the right status.
-globalThis.addEventListener("unhandledrejection", (event) => event.preventDefault());
+// After a Pyodide fatal error the interpreter is unusable: then the process ends, and the C++ side respawns it.
+globalThis.addEventListener("unhandledrejection", (event) => {
+  if (event.reason && event.reason.pyodide_fatal_error) Deno.exit(70);
+  event.preventDefault();
+});
 
 const hostDir = new URL(".", import.meta.url);
 const interruptShared = new SharedArrayBuffer(1);

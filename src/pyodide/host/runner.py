@@ -1,8 +1,8 @@
 # Runs one piece of user code for host.mjs and describes the outcome as JSON.
 #
-# Lives in Pyodide's own __main__; user code gets a separate globals dict that persists across calls of one sandbox.
-# Catching BaseException here is what keeps SystemExit and KeyboardInterrupt from escaping into the JS event loop,
-# which would kill the runtime (pyodide.md §1.5).
+# Lives in a module of its own; user code gets a separate globals dict that persists across calls of one sandbox.
+# Catching BaseException here is what keeps SystemExit and KeyboardInterrupt from escaping into the JS event loop
+# (pyodide.md §1.5); _on_interrupt below keeps the host's interrupt from being raised outside the user's code.
 import asyncio as _asyncio
 import json as _json
 import os as _os
