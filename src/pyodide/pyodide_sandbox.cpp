@@ -25,6 +25,7 @@
 
 #include "code_interpreter/logging.hpp"
 #include "core/output.hpp"
+#include "core/utf8.hpp"
 #include "pyodide/child_process.hpp"
 #include "pyodide/frame.hpp"
 #include "pyodide/runtime.hpp"
@@ -147,6 +148,26 @@ ExecutionResult never_ran(std::string code, std::string error, std::string excep
   r.exit_code = -1;
   r.failure = FailureDetail{std::move(exception_type), true};
   r.state_lost = state_lost;
+  return r;
+}
+
+// No answer came in time, before the code could run (the runtime was starting, or an upload timed out).
+ExecutionResult request_timeout(std::string code, std::string error, bool state_lost) {
+  ExecutionResult r;
+  r.status = ExecutionStatus::kTimeout;
+  r.code = std::move(code);
+  r.timeout_kind = TimeoutKind::kRequest;
+  r.error = std::move(error);
+  r.state_lost = state_lost;
+  return r;
+}
+
+// Refused locally before anything was sent: kError, exit_code -1 and no FailureDetail.
+ExecutionResult refused(std::string code, std::string error) {
+  ExecutionResult r;
+  r.status = ExecutionStatus::kError;
+  r.code = std::move(code);
+  r.error = std::move(error);
   return r;
 }
 
@@ -354,12 +375,15 @@ struct PyodideSandbox::Impl {
     } else if (WIFEXITED(status)) {
       text += " (exit status " + std::to_string(WEXITSTATUS(status)) + ")";
     }
+    // The end of what it wrote to stderr (a fatal error's message, say): at most the last 600 bytes, from a line
+    // start where there is one, repaired to valid UTF-8.
     std::string tail = h.child.stderr_tail();
     while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
-    if (!tail.empty()) {
-      const auto pos = tail.rfind('\n', tail.size() > 600 ? tail.size() - 600 : 0);
-      text += ": " + tail.substr(tail.size() > 600 ? (pos == std::string::npos ? tail.size() - 600 : pos + 1) : 0);
+    if (tail.size() > 600) {
+      tail.erase(0, tail.size() - 600);
+      if (const auto nl = tail.find('\n'); nl != std::string::npos) tail.erase(0, nl + 1);
     }
+    if (!tail.empty()) text += ": " + detail::utf8_replacing(tail);
     return text;
   }
 
@@ -441,6 +465,15 @@ struct PyodideSandbox::Impl {
 
   void check_alive() const {
     if (terminated || terminating) throw SandboxNotInitializedError();
+  }
+
+  // Starts a call: refuses after terminate, then waits its turn (waiting does not count against a budget) and
+  // refuses again if the sandbox was terminated meanwhile.
+  std::unique_lock<std::mutex> begin_call() {
+    check_alive();
+    std::unique_lock lock(call_mu);
+    check_alive();
+    return lock;
   }
 
   // ---- file requests ----
@@ -632,38 +665,27 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
   // The host reads at most 1 MiB of header and 64 MiB of body per frame (host/frames.mjs); refuse locally, before
   // anything is sent, what it would reject.
   if (code.size() > kMaxCodeBytes) {
-    ExecutionResult r;
-    r.status = ExecutionStatus::kError;
-    r.code = std::string(code);
-    r.error = "the code is " + std::to_string(code.size()) + " bytes; the Pyodide sandbox accepts at most " +
-              std::to_string(kMaxCodeBytes) + " (pass large data as an attachment)";
-    return r;
+    return refused(std::string(code), "the code is " + std::to_string(code.size()) +
+                                          " bytes; the Pyodide sandbox accepts at most " +
+                                          std::to_string(kMaxCodeBytes) + " (pass large data as an attachment)");
   }
   if (json(opts.env).dump().size() > kMaxEnvBytes) {
-    ExecutionResult r;
-    r.status = ExecutionStatus::kError;
-    r.code = std::string(code);
-    r.error = "the env option holds more than " + std::to_string(kMaxEnvBytes) + " bytes";
-    return r;
+    return refused(std::string(code), "the env option holds more than " + std::to_string(kMaxEnvBytes) + " bytes");
   }
   if (opts.cancel.stop_requested()) {
     return never_ran(std::string(code), "cancelled before the code was sent", "cancelled", false);
   }
-  std::unique_lock call(call_mu);
-  check_alive();
+  const auto call = begin_call();
   drain_wake();
   std::stop_callback on_cancel(opts.cancel, [this] { wake(); });
   auto deadline = deadline_from(opts.timeout, kDefaultExecuteTimeout);
 
   if (auto e = await_ready(deadline, opts.cancel); e.kind != ReadyError::kNone) {
     if (e.kind == ReadyError::kTimeout) {
-      ExecutionResult r;
-      r.status = ExecutionStatus::kTimeout;
-      r.code = std::string(code);
-      r.timeout_kind = TimeoutKind::kRequest;
-      r.error = "the Pyodide runtime was still starting when the timeout ran out; it keeps starting for the next "
-                "call";
-      return r;
+      return request_timeout(std::string(code),
+                             "the Pyodide runtime was still starting when the timeout ran out; it keeps starting "
+                             "for the next call",
+                             false);
     }
     const bool cancelled = e.kind == ReadyError::kCancelled;
     if (!cancelled) respawn();
@@ -682,13 +704,8 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
       return never_ran(std::string(code), "cancelled while uploading '" + file.filename + "'", "cancelled", false);
     }
     if (e->kind == ErrorKind::kTimeout) {
-      ExecutionResult r;
-      r.status = ExecutionStatus::kTimeout;
-      r.code = std::string(code);
-      r.timeout_kind = TimeoutKind::kRequest;
-      r.error = "uploading '" + file.filename + "' timed out: " + e->message;
-      r.state_lost = e->restarted;
-      return r;
+      return request_timeout(std::string(code), "uploading '" + file.filename + "' timed out: " + e->message,
+                             e->restarted);
     }
     if (terminating) return never_ran(std::string(code), "the sandbox is being terminated", "cancelled", false);
     return never_ran(std::string(code), "uploading '" + file.filename + "' failed: " + e->message, "pyodide.upload",
@@ -1089,13 +1106,9 @@ ExecutionResult PyodideSandbox::do_execute_code(std::string_view code, const Exe
 
 ExecutionResult PyodideSandbox::do_execute_command(std::string_view command, const CommandOptions&) {
   impl_->check_alive();
-  ExecutionResult r;
-  r.status = ExecutionStatus::kError;
-  r.code = std::string(command);
-  r.exit_code = -1;
-  r.error = "shell commands are not available in the Pyodide sandbox (Python runs in WebAssembly, with no "
-            "processes); use execute_code";
-  return r;
+  return refused(std::string(command),
+                 "shell commands are not available in the Pyodide sandbox (Python runs in WebAssembly, with no "
+                 "processes); use execute_code");
 }
 
 void PyodideSandbox::do_set_timeout(std::chrono::seconds) {
@@ -1103,18 +1116,14 @@ void PyodideSandbox::do_set_timeout(std::chrono::seconds) {
 }
 
 void PyodideSandbox::do_write_file(std::string_view path, std::string_view data) {
-  impl_->check_alive();
-  std::lock_guard call(impl_->call_mu);
-  impl_->check_alive();
+  const auto call = impl_->begin_call();
   if (auto e = impl_->write_bytes(path, data, deadline_from(std::nullopt, kDefaultFileTimeout))) {
     Impl::throw_file_error(*e, Stage::kUpload);
   }
 }
 
 std::string PyodideSandbox::do_read_file(std::string_view path) {
-  impl_->check_alive();
-  std::lock_guard call(impl_->call_mu);
-  impl_->check_alive();
+  const auto call = impl_->begin_call();
   std::string data;
   if (auto e = impl_->read_chunks(path, deadline_from(std::nullopt, kDefaultFileTimeout),
                                   [&](const std::string& chunk) { data += chunk; })) {
@@ -1124,9 +1133,7 @@ std::string PyodideSandbox::do_read_file(std::string_view path) {
 }
 
 std::vector<FileInfo> PyodideSandbox::do_list_files(std::string_view dir) {
-  impl_->check_alive();
-  std::lock_guard call(impl_->call_mu);
-  impl_->check_alive();
+  const auto call = impl_->begin_call();
   auto answer = impl_->file_request({{"op", "list"}, {"path", dir}}, {}, deadline_from(std::nullopt, kDefaultFileTimeout));
   if (auto* e = std::get_if<Impl::FileError>(&answer)) Impl::throw_file_error(*e, Stage::kDownload);
   const auto& f = std::get<Frame>(answer);
@@ -1148,27 +1155,21 @@ std::vector<FileInfo> PyodideSandbox::do_list_files(std::string_view dir) {
 }
 
 void PyodideSandbox::do_remove_file(std::string_view path) {
-  impl_->check_alive();
-  std::lock_guard call(impl_->call_mu);
-  impl_->check_alive();
+  const auto call = impl_->begin_call();
   auto answer = impl_->file_request({{"op", "remove"}, {"path", path}}, {}, deadline_from(std::nullopt, kDefaultFileTimeout));
   if (auto* e = std::get_if<Impl::FileError>(&answer)) Impl::throw_file_error(*e, Stage::kUpload);
   if (auto e = Impl::answer_error(std::get<Frame>(answer), "remove", path)) Impl::throw_file_error(*e, Stage::kUpload);
 }
 
 void PyodideSandbox::do_make_dir(std::string_view path) {
-  impl_->check_alive();
-  std::lock_guard call(impl_->call_mu);
-  impl_->check_alive();
+  const auto call = impl_->begin_call();
   auto answer = impl_->file_request({{"op", "mkdir"}, {"path", path}}, {}, deadline_from(std::nullopt, kDefaultFileTimeout));
   if (auto* e = std::get_if<Impl::FileError>(&answer)) Impl::throw_file_error(*e, Stage::kUpload);
   if (auto e = Impl::answer_error(std::get<Frame>(answer), "mkdir", path)) Impl::throw_file_error(*e, Stage::kUpload);
 }
 
 std::optional<std::string> PyodideSandbox::do_download_file(std::string_view path, Timeout timeout) {
-  impl_->check_alive();
-  std::lock_guard call(impl_->call_mu);
-  impl_->check_alive();
+  const auto call = impl_->begin_call();
   std::string data;
   if (auto e = impl_->read_chunks(path, deadline_from(timeout, kDefaultFileTimeout),
                                   [&](const std::string& chunk) { data += chunk; })) {
@@ -1179,9 +1180,7 @@ std::optional<std::string> PyodideSandbox::do_download_file(std::string_view pat
 }
 
 bool PyodideSandbox::do_download_file_to(std::string_view path, const fs::path& destination, Timeout timeout) {
-  impl_->check_alive();
-  std::lock_guard call(impl_->call_mu);
-  impl_->check_alive();
+  const auto call = impl_->begin_call();
   fs::path partial = destination;
   partial += ".part";
   std::ofstream file(partial, std::ios::binary | std::ios::trunc);
