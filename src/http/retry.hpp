@@ -1,0 +1,48 @@
+// The one retry loop (design.md §3): which exchanges are transient (outcome.hpp), a jittered capped backoff
+// that honours Retry-After, and the idempotency rule (a non-idempotent request is retried only when it provably
+// was not written, or when the caller's hook made a retry safe). The sleep is injectable so tests check the
+// backoff without sleeping.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <random>
+#include <stop_token>
+
+#include "http/http_client.hpp"
+
+namespace code_interpreter::http {
+
+struct RetryPolicy {
+  int max_attempts = 3;
+  std::chrono::milliseconds initial_backoff{200};
+  std::chrono::milliseconds max_backoff{std::chrono::seconds(10)};
+  std::chrono::milliseconds max_retry_after{std::chrono::seconds(30)};
+};
+
+/// Sleeps for `delay` unless `cancel` is requested first; returns false when cancelled.
+using SleepFunction = std::function<bool(std::chrono::milliseconds delay, std::stop_token cancel)>;
+
+/// The real sleep: waits on a condition variable woken by a stop request.
+bool interruptible_sleep(std::chrono::milliseconds delay, std::stop_token cancel);
+
+/// The delay before attempt `attempt + 1` (attempt counts from 1): full jitter in [base/2, base] where
+/// base = min(max_backoff, initial_backoff * 2^(attempt-1)); a Retry-After (capped at max_retry_after) is a floor.
+std::chrono::milliseconds backoff_delay(const RetryPolicy& policy, int attempt,
+                                        std::optional<std::chrono::seconds> retry_after, std::mt19937_64& rng);
+
+struct RetryHooks {
+  /// Whether this exchange may be tried again. Default: is_transient(exchange, request.idempotent).
+  std::function<bool(const Exchange&)> retryable;
+  /// Called before each retry with the failed exchange (e.g. to clean up what a lost answer may have created).
+  /// Returning false stops retrying and returns that exchange.
+  std::function<bool(const Exchange&)> before_retry;
+  SleepFunction sleep;  ///< default: interruptible_sleep
+};
+
+/// Performs `request` up to policy.max_attempts times while the exchange is retryable. Returns the last
+/// exchange; `attempts`, when given, receives the number of exchanges made.
+Exchange perform_with_retries(HttpClient& client, const Request& request, const RetryPolicy& policy = {},
+                              const RetryHooks& hooks = {}, int* attempts = nullptr);
+
+}  // namespace code_interpreter::http
