@@ -1,15 +1,22 @@
 // run_code: runs a Python program in a sandbox and streams its output.
 //
-//   run_code [--backend pyodide] [--timeout SECONDS] (-c CODE | FILE | -)
+//   run_code [--backend pyodide|e2b] [--template NAME] [--timeout SECONDS] (-c CODE | FILE | -)
 //
 // The program's stdout goes to stdout and its stderr to stderr, line by line as they are produced; the library's
 // own messages (an error, a traceback, a timeout) go to stderr only. Exit status: 0 SUCCESS, 1 ERROR, 2 TIMEOUT,
 // 3 UNKNOWN, 4 the sandbox could not start, 64 bad usage. --timeout 0 means no limit.
+//
+// --backend pyodide (the default) runs locally. --backend e2b creates an E2B sandbox from the environment:
+// E2B_API_KEY (required), and optionally E2B_DOMAIN, E2B_API_URL and E2B_SANDBOX_URL; --template names the
+// sandbox template (default code-interpreter-v1). The sandbox is terminated before the program exits, whatever
+// the outcome, so no cloud sandbox is left running until its lease ends.
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -20,9 +27,11 @@ namespace ci = code_interpreter;
 
 namespace {
 
+constexpr std::string_view kUsage =
+    "usage: run_code [--backend pyodide|e2b] [--template NAME] [--timeout SECONDS] (-c CODE | FILE | -)\n";
+
 int usage(const char* message) {
-  std::cerr << "run_code: " << message << "\n"
-            << "usage: run_code [--backend pyodide] [--timeout SECONDS] (-c CODE | FILE | -)\n";
+  std::cerr << "run_code: " << message << "\n" << kUsage;
   return 64;
 }
 
@@ -35,15 +44,18 @@ void write_stream(std::FILE* stream, std::string_view line) {
 
 int main(int argc, char** argv) {
   std::string backend = "pyodide";
+  std::optional<std::string> template_id;
   ci::Timeout timeout;
   std::optional<std::string> code;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if ((arg == "--backend" || arg == "--timeout" || arg == "-c") && i + 1 >= argc) {
+    if ((arg == "--backend" || arg == "--template" || arg == "--timeout" || arg == "-c") && i + 1 >= argc) {
       return usage((std::string(arg) + " needs a value").c_str());
     }
     if (arg == "--backend") {
       backend = argv[++i];
+    } else if (arg == "--template") {
+      template_id = argv[++i];
     } else if (arg == "--timeout") {
       const std::string_view text = argv[++i];
       double seconds = 0;
@@ -68,7 +80,9 @@ int main(int argc, char** argv) {
       in << std::cin.rdbuf();
       code = in.str();
     } else if (arg == "-h" || arg == "--help") {
-      std::cout << "usage: run_code [--backend pyodide] [--timeout SECONDS] (-c CODE | FILE | -)\n";
+      std::cout << kUsage
+                << "  --backend e2b reads E2B_API_KEY (required), E2B_DOMAIN, E2B_API_URL and E2B_SANDBOX_URL;\n"
+                   "  --template NAME picks its sandbox template (default code-interpreter-v1).\n";
       return 0;
     } else if (!arg.empty() && arg[0] == '-') {
       return usage(("unknown option " + std::string(arg)).c_str());
@@ -86,13 +100,20 @@ int main(int argc, char** argv) {
     }
   }
   if (!code) return usage("no code given");
-  if (backend != "pyodide") {
-    return usage(("backend '" + backend + "' is not available in this build (available: pyodide)").c_str());
+  if (backend != "pyodide" && backend != "e2b") {
+    return usage(("backend '" + backend + "' is not available in this build (available: pyodide, e2b)").c_str());
   }
+  if (template_id && backend != "e2b") return usage("--template applies only to --backend e2b");
 
   std::unique_ptr<ci::CodeInterpreterSandbox> sandbox;
   try {
-    sandbox = ci::PyodideSandbox::create();
+    if (backend == "e2b") {
+      ci::E2BOptions e2b;  // the API key and URLs come from the E2B_* environment
+      if (template_id) e2b.template_id = *template_id;
+      sandbox = ci::E2BSandbox::create(std::move(e2b));
+    } else {
+      sandbox = ci::PyodideSandbox::create();
+    }
   } catch (const ci::CodeInterpreterError& e) {
     std::cerr << "run_code: the sandbox could not start (" << ci::to_string(e.stage()) << "): " << e.what() << "\n";
     return 4;
@@ -104,19 +125,34 @@ int main(int argc, char** argv) {
   options.on_stderr = [](std::string_view line) { write_stream(stderr, line); };
   const ci::ExecutionResult result = sandbox->execute_code(*code, options);
 
+  int status = 3;
   switch (result.status) {
     case ci::ExecutionStatus::kSuccess:
-      return 0;
+      status = 0;
+      break;
     case ci::ExecutionStatus::kError:
       std::cerr << result.error << "\n";
-      return 1;
+      status = 1;
+      break;
     case ci::ExecutionStatus::kTimeout:
       std::cerr << "run_code: TIMEOUT (" << ci::to_string(*result.timeout_kind) << "): " << result.error << "\n";
-      return 2;
+      status = 2;
+      break;
     case ci::ExecutionStatus::kUnknown:
       std::cerr << "run_code: UNKNOWN (" << (result.failure ? result.failure->exception_type : "") << "): "
                 << result.error << "\n";
-      return 3;
+      status = 3;
+      break;
   }
-  return 3;
+
+  // A cloud sandbox keeps running (and billing) until its lease ends unless it is killed, so terminate explicitly
+  // rather than rely on the destructor's best effort. A failure is reported but does not change the exit status,
+  // which describes the program's run.
+  try {
+    sandbox->terminate();
+  } catch (const ci::CodeInterpreterError& e) {
+    std::cerr << "run_code: could not terminate sandbox " << sandbox->sandbox_id().value_or("?") << ": " << e.what()
+              << "\n";
+  }
+  return status;
 }

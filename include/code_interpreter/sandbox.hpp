@@ -103,6 +103,9 @@ class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
   CodeInterpreterSandbox(Language language, std::vector<std::string> additional_packages)
       : language_(language), packages_(std::move(additional_packages)) {}
 
+  /// The argument checks of execute_code, for a backend's own execute variants (std::invalid_argument).
+  static void check_execute_options(const ExecuteOptions& options);
+
   virtual ExecutionResult do_execute_code(std::string_view code, const ExecuteOptions& options) = 0;
   virtual ExecutionResult do_execute_command(std::string_view command, const CommandOptions& options) = 0;
   virtual void do_set_timeout(std::chrono::seconds lease) = 0;

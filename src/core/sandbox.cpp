@@ -93,9 +93,13 @@ bool BaseSandbox::is_transient_create_error(const std::exception& error) noexcep
   return false;
 }
 
-ExecutionResult CodeInterpreterSandbox::execute_code(std::string_view code, const ExecuteOptions& options) {
+void CodeInterpreterSandbox::check_execute_options(const ExecuteOptions& options) {
   check_files(options);
   check_env(options.env);
+}
+
+ExecutionResult CodeInterpreterSandbox::execute_code(std::string_view code, const ExecuteOptions& options) {
+  check_execute_options(options);
   return do_execute_code(code, options);
 }
 

@@ -1,6 +1,7 @@
 #include "http/http_client.hpp"
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cctype>
@@ -205,6 +206,20 @@ int on_progress(void* arg, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return t->request->cancel.stop_requested() ? 1 : 0;
 }
 
+// Hex SHA-256 (OpenSSL) of a request body, for the SigV4 payload hash.
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1) throw std::bad_alloc();
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < length; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
+  return out;
+}
+
 struct CurlGlobal {
   CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
 };
@@ -325,15 +340,22 @@ Exchange HttpClient::perform(const Request& request) {
     curl_easy_setopt(easy, CURLOPT_AWS_SIGV4, request.aws_sigv4.c_str());
     curl_easy_setopt(easy, CURLOPT_USERPWD, request.aws_credentials.c_str());
   }
+  bool has_payload_hash = false;
 
   curl_slist* headers = nullptr;
   bool has_content_type = false;
   for (const auto& [name, value] : request.headers) {
     if (lower(name) == "content-type") has_content_type = true;
+    if (lower(name) == "x-amz-content-sha256") has_payload_hash = true;
     headers = curl_slist_append(headers, (name + ": " + value).c_str());
   }
   // No "Expect: 100-continue" round trip: the servers we talk to answer at once.
   headers = curl_slist_append(headers, "Expect:");
+  // libcurl 7.88 signs the hash of CURLOPT_POSTFIELDS, or of an empty body when the body comes through the read
+  // callback (lib/http_aws_sigv4.c) — which is how every body here is sent, so it would sign the wrong hash. It
+  // takes the payload hash from an x-amz-content-sha256 header when one is present, and signs that header too.
+  if (!request.aws_sigv4.empty() && !has_payload_hash && request.multipart.empty())
+    headers = curl_slist_append(headers, ("x-amz-content-sha256: " + sha256_hex(request.body)).c_str());
 
   curl_mime* mime = nullptr;
   std::vector<std::unique_ptr<ViewReader>> readers;

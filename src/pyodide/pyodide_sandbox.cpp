@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "code_interpreter/logging.hpp"
+#include "core/nested.hpp"
 #include "core/output.hpp"
 #include "core/utf8.hpp"
 #include "pyodide/child_process.hpp"
@@ -171,15 +172,7 @@ ExecutionResult refused(std::string code, std::string error) {
   return r;
 }
 
-// Throws `error` with `cause` nested inside it (both by their concrete types, so nothing is sliced).
-template <typename Error, typename Cause>
-[[noreturn]] void throw_nested(Error error, Cause cause) {
-  try {
-    throw std::move(cause);
-  } catch (...) {
-    std::throw_with_nested(std::move(error));
-  }
-}
+using detail::throw_nested;
 
 constexpr std::string_view kDenoDirPrefix = "code_interpreter-deno-";
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,7 +17,7 @@ std::vector<std::string> fuzz_seeds();
 #define FUZZ_CHECK(cond)                                                                   \
   do {                                                                                     \
     if (!(cond)) {                                                                         \
-      __builtin_printf("fuzz property failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
+      std::fprintf(stderr, "fuzz property failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
       __builtin_abort();                                                                   \
     }                                                                                      \
   } while (0)

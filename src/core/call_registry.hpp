@@ -1,0 +1,71 @@
+// The calls in flight on one sandbox, so terminate (from any thread) can cancel them and later calls are refused
+// (design.md §1.1, §1.3 `terminate`). Shared by the HTTP backends.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stop_token>
+
+#include "code_interpreter/errors.hpp"
+
+namespace code_interpreter::detail {
+
+class CallRegistry {
+ public:
+  /// One public call: its stop token is requested by the caller's token or by cancel_all().
+  class Call {
+   public:
+    Call(CallRegistry& registry, std::stop_token user) : registry_(registry) {
+      link_.emplace(std::move(user), std::function<void()>([this] { source_.request_stop(); }));
+    }
+    ~Call() {
+      std::lock_guard lock(registry_.mutex_);
+      registry_.inflight_.erase(&source_);
+    }
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+    [[nodiscard]] std::stop_token token() const { return source_.get_token(); }
+
+   private:
+    friend class CallRegistry;
+    CallRegistry& registry_;
+    std::stop_source source_;
+    std::optional<std::stop_callback<std::function<void()>>> link_;
+  };
+
+  /// Registers a call. @throws SandboxNotInitializedError after mark_terminated().
+  std::unique_ptr<Call> begin(std::stop_token user = {}) {
+    auto call = std::make_unique<Call>(*this, std::move(user));
+    std::lock_guard lock(mutex_);
+    if (terminated_) throw SandboxNotInitializedError();
+    inflight_.insert(&call->source_);
+    return call;
+  }
+
+  /// Requests a stop of every call in flight. Returns false when already terminated.
+  bool cancel_all() {
+    std::lock_guard lock(mutex_);
+    if (terminated_) return false;
+    for (auto* source : inflight_) source->request_stop();
+    return true;
+  }
+
+  void mark_terminated() {
+    std::lock_guard lock(mutex_);
+    terminated_ = true;
+  }
+  [[nodiscard]] bool terminated() const {
+    std::lock_guard lock(mutex_);
+    return terminated_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  bool terminated_ = false;
+  std::set<std::stop_source*> inflight_;
+};
+
+}  // namespace code_interpreter::detail

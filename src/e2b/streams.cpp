@@ -1,0 +1,268 @@
+#include "e2b/streams.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "core/base64.hpp"
+
+namespace code_interpreter::e2b {
+namespace {
+
+using nlohmann::json;
+
+// The code interpreter renames MIME types to short keys in `result` events (e2b.md §5.2); this maps them back.
+constexpr std::pair<std::string_view, std::string_view> kMimeKeys[] = {
+    {"text", "text/plain"},       {"html", "text/html"},        {"markdown", "text/markdown"},
+    {"svg", "image/svg+xml"},     {"png", "image/png"},         {"jpeg", "image/jpeg"},
+    {"pdf", "application/pdf"},   {"latex", "text/latex"},      {"json", "application/json"},
+    {"javascript", "application/javascript"}, {"data", "e2b/data"}, {"chart", "e2b/chart"},
+};
+
+std::string as_text(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+
+// Parsing and destroying a JSON value are iterative, but dump() (as_text) recurses once per level: a hostile line
+// of nested brackets far below the line cap would overflow the stack. The server's json.dumps cannot nest deeper
+// than Python's recursion limit (1000), so no genuine event comes near this.
+constexpr int kMaxNesting = 1000;
+
+const std::string* string_field(const json& object, const char* name) {
+  const auto it = object.find(name);
+  return it != object.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
+}
+
+}  // namespace
+
+std::string strip_ansi(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
+      std::size_t j = i + 2;
+      while (j < text.size() && !(text[j] >= '@' && text[j] <= '~')) ++j;
+      i = j;  // skips the final byte too
+      continue;
+    }
+    out.push_back(text[i]);
+  }
+  return out;
+}
+
+// ---- /execute ----
+
+ExecuteStream::ExecuteStream(const std::function<void(std::string_view)>* on_stdout,
+                             const std::function<void(std::string_view)>* on_stderr, std::size_t max_output,
+                             std::size_t max_line)
+    : out_(on_stdout, max_output),
+      err_(on_stderr, max_output),
+      lines_([this](std::string_view line) { return on_line(line); }, max_line) {}
+
+bool ExecuteStream::fail(StreamFault fault, std::string detail) {
+  if (fault_ == StreamFault::kNone) {
+    fault_ = fault;
+    fault_detail_ = std::move(detail);
+  }
+  return false;
+}
+
+bool ExecuteStream::feed(std::string_view bytes) {
+  if (fault_ != StreamFault::kNone) return false;
+  const auto status = lines_.feed(bytes);
+  if (status == http::DecodeStatus::kOversize) return fail(StreamFault::kOversize, "an output line exceeded the size limit");
+  return status == http::DecodeStatus::kOk;
+}
+
+bool ExecuteStream::finish() {
+  if (fault_ == StreamFault::kNone) lines_.finish();
+  finish_output();  // output received before a fault is kept (design.md §1.3), the unfinished line included
+  return fault_ == StreamFault::kNone;
+}
+
+void ExecuteStream::finish_output() {
+  try {
+    out_.finish();
+    err_.finish();
+  } catch (...) {
+    out_.silence();
+    err_.silence();
+    fail(StreamFault::kCallbackThrew, "an output callback threw");
+  }
+}
+
+bool ExecuteStream::on_line(std::string_view line) {
+  if (line.empty()) return true;  // tolerated, though the server never sends one
+  bool too_deep = false;
+  const json::parser_callback_t depth_check = [&too_deep](int depth, json::parse_event_t what, json&) {
+    if ((what == json::parse_event_t::object_start || what == json::parse_event_t::array_start) && depth >= kMaxNesting)
+      too_deep = true;
+    return true;
+  };
+  json event = json::parse(line, depth_check, false);
+  if (event.is_discarded() || !event.is_object()) return fail(StreamFault::kMalformed, "a line of the answer is not JSON");
+  if (too_deep) return fail(StreamFault::kMalformed, "an event nested too deeply");
+  const std::string* type = string_field(event, "type");
+  if (type == nullptr) return fail(StreamFault::kMalformed, "an event without a type");
+  started_ = true;
+  try {
+    if (*type == "stdout" || *type == "stderr") {
+      const std::string* text = string_field(event, "text");
+      if (text == nullptr) return fail(StreamFault::kMalformed, "an output event without text");
+      try {
+        (*type == "stdout" ? out_ : err_).feed(*text);
+      } catch (...) {  // whatever the callback threw, a nlohmann::json::exception included, is the callback's
+        out_.silence();
+        err_.silence();
+        return fail(StreamFault::kCallbackThrew, "an output callback threw");
+      }
+    } else if (*type == "result") {
+      RichResult result;
+      for (const auto& [key, mime] : kMimeKeys) {
+        const auto it = event.find(key);
+        if (it != event.end() && !it->is_null()) result.data[std::string(mime)] = as_text(*it);
+      }
+      // Other MIME types travel in `extra` under their own names.
+      if (const auto extra = event.find("extra"); extra != event.end() && extra->is_object())
+        for (const auto& [mime, value] : extra->items())
+          if (mime.find('/') != std::string::npos) result.data.emplace(mime, as_text(value));
+      const auto main = event.find("is_main_result");
+      result.is_main_result = main != event.end() && main->is_boolean() && main->get<bool>();
+      results_.push_back(std::move(result));
+    } else if (*type == "error") {
+      if (!error_) {  // at most one per execution (e2b.md §5.2)
+        CodeError error;
+        if (const auto* s = string_field(event, "name")) error.name = *s;
+        if (const auto* s = string_field(event, "value")) error.value = *s;
+        if (const auto it = event.find("traceback"); it != event.end()) {
+          if (it->is_string()) error.traceback = strip_ansi(it->get<std::string>());
+          else if (it->is_array())
+            for (const auto& part : *it) error.traceback += strip_ansi(as_text(part)) + "\n";
+        }
+        error_ = std::move(error);
+      }
+    } else if (*type == "end_of_execution") {
+      end_ = true;
+    }
+    // number_of_executions, keepalive and unknown types carry nothing for the result.
+  } catch (const nlohmann::json::exception&) {
+    return fail(StreamFault::kMalformed, "a malformed event");
+  } catch (...) {
+    out_.silence();
+    err_.silence();
+    return fail(StreamFault::kCallbackThrew, "an output callback threw");
+  }
+  return true;
+}
+
+void ExecuteStream::collect(ExecutionResult& result) {
+  result.truncated = out_.truncated() || err_.truncated();
+  result.stdout_text = out_.take_text();
+  result.stderr_text = err_.take_text();
+  result.results = std::move(results_);
+  if (error_) result.code_error = error_;
+}
+
+// ---- process.Process/Start ----
+
+ProcessStream::ProcessStream(const std::function<void(std::string_view)>* on_stdout,
+                             const std::function<void(std::string_view)>* on_stderr, std::size_t max_output,
+                             std::size_t max_payload)
+    : out_(on_stdout, max_output),
+      err_(on_stderr, max_output),
+      envelopes_([this](std::uint8_t flags, std::string_view payload) { return on_envelope(flags, payload); },
+                 max_payload) {}
+
+bool ProcessStream::fail(StreamFault fault, std::string detail) {
+  if (fault_ == StreamFault::kNone) {
+    fault_ = fault;
+    fault_detail_ = std::move(detail);
+  }
+  return false;
+}
+
+bool ProcessStream::feed(std::string_view bytes) {
+  if (fault_ != StreamFault::kNone) return false;
+  if (bytes.empty()) return true;
+  if (closed_) return fail(StreamFault::kMalformed, "bytes after the end-of-stream envelope");
+  const auto status = envelopes_.feed(bytes);
+  // Bytes after the end-of-stream envelope in the same read are as wrong as in a later one.
+  if (closed_ && envelopes_.has_partial()) return fail(StreamFault::kMalformed, "bytes after the end-of-stream envelope");
+  if (status == http::DecodeStatus::kOversize) return fail(StreamFault::kOversize, "an envelope exceeded the size limit");
+  if (status == http::DecodeStatus::kMalformed) return fail(StreamFault::kMalformed, "an envelope with unknown flags");
+  return status == http::DecodeStatus::kOk;
+}
+
+void ProcessStream::finish() {
+  try {
+    out_.finish();
+    err_.finish();
+  } catch (...) {
+    out_.silence();
+    err_.silence();
+    fail(StreamFault::kCallbackThrew, "an output callback threw");
+  }
+}
+
+bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
+  if (closed_) return fail(StreamFault::kMalformed, "an envelope after the end-of-stream envelope");
+  json message = json::parse(payload, nullptr, false);
+  if (message.is_discarded() || !message.is_object()) return fail(StreamFault::kMalformed, "an envelope that is not JSON");
+  try {
+    if (flags & http::EnvelopeDecoder::kEndStream) {
+      closed_ = true;
+      if (const auto error = message.find("error"); error != message.end() && error->is_object()) {
+        if (const auto* code = string_field(*error, "code")) stream_error_ = *code;
+        else stream_error_ = "unknown";
+        if (const auto* text = string_field(*error, "message")) stream_error_message_ = *text;
+      }
+      return true;
+    }
+    const auto event_it = message.find("event");
+    if (event_it == message.end() || !event_it->is_object()) return fail(StreamFault::kMalformed, "a message without an event");
+    const json& event = *event_it;
+    if (const auto start = event.find("start"); start != event.end()) {
+      std::uint32_t pid = 0;
+      if (const auto p = start->find("pid"); p != start->end() && p->is_number_unsigned()) pid = p->get<std::uint32_t>();
+      pid_ = pid;
+      return true;
+    }
+    // The first message is always `start` (e2b.md §4.2).
+    if (!pid_) return fail(StreamFault::kMalformed, "the stream did not begin with a start event");
+    if (const auto data = event.find("data"); data != event.end()) {
+      for (const char* name : {"stdout", "stderr"}) {
+        const auto* field = string_field(*data, name);
+        if (field == nullptr) continue;
+        auto bytes = detail::base64_decode(*field);
+        if (!bytes) return fail(StreamFault::kMalformed, "output that is not base64");
+        try {
+          (name[3] == 'o' ? out_ : err_).feed(*bytes);
+        } catch (...) {  // whatever the callback threw, a nlohmann::json::exception included, is the callback's
+          out_.silence();
+          err_.silence();
+          return fail(StreamFault::kCallbackThrew, "an output callback threw");
+        }
+      }
+    } else if (const auto end = event.find("end"); end != event.end()) {
+      End e;
+      // protojson omits fields at their default: a missing exitCode is 0 (e2b.md §4.1).
+      if (const auto c = end->find("exitCode"); c != end->end() && c->is_number_integer()) e.exit_code = c->get<int>();
+      if (const auto x = end->find("exited"); x != end->end() && x->is_boolean()) e.exited = x->get<bool>();
+      if (const auto* s = string_field(*end, "status")) e.status = *s;
+      if (const auto* s = string_field(*end, "error")) e.error = *s;
+      end_ = std::move(e);
+    }
+    // keepalive and unknown events carry nothing.
+  } catch (const nlohmann::json::exception&) {
+    return fail(StreamFault::kMalformed, "a malformed event");
+  } catch (...) {
+    out_.silence();
+    err_.silence();
+    return fail(StreamFault::kCallbackThrew, "an output callback threw");
+  }
+  return true;
+}
+
+void ProcessStream::collect(ExecutionResult& result) {
+  result.truncated = out_.truncated() || err_.truncated();
+  result.stdout_text = out_.take_text();
+  result.stderr_text = err_.take_text();
+}
+
+}  // namespace code_interpreter::e2b

@@ -1,0 +1,103 @@
+// The two streamed answers of an E2B sandbox, decoded into an execution's output as they arrive:
+//  - ExecuteStream: the code interpreter's /execute body, NDJSON events (e2b.md §5.2);
+//  - ProcessStream: envd's process.Process/Start body, Connect envelopes of ProcessEvents (e2b.md §4.1, §4.2).
+// Everything in them is untrusted: a line or envelope that is not the protocol stops the stream as malformed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "code_interpreter/execution.hpp"
+#include "core/output.hpp"
+#include "http/stream_decoders.hpp"
+
+namespace code_interpreter::e2b {
+
+/// Why a stream stopped early (other than the sink's consumer aborting the transfer).
+enum class StreamFault { kNone, kMalformed, kOversize, kCallbackThrew };
+
+class ExecuteStream {
+ public:
+  ExecuteStream(const std::function<void(std::string_view)>* on_stdout,
+                const std::function<void(std::string_view)>* on_stderr, std::size_t max_output, std::size_t max_line);
+
+  /// Feeds body bytes; false when the stream must stop (see fault()).
+  bool feed(std::string_view bytes);
+  /// The body ended cleanly: a last line without "\n" still counts. False on a fault.
+  bool finish();
+  /// The body broke: an unfinished line is dropped; the output lines received so far are delivered.
+  void finish_output();
+
+  [[nodiscard]] StreamFault fault() const noexcept { return fault_; }
+  [[nodiscard]] const std::string& fault_detail() const noexcept { return fault_detail_; }
+  [[nodiscard]] bool saw_end_of_execution() const noexcept { return end_; }
+  [[nodiscard]] bool started() const noexcept { return started_; }
+
+  /// Moves the decoded output into `result` (stdout/stderr text, truncated, results, code_error).
+  void collect(ExecutionResult& result);
+  [[nodiscard]] const std::optional<CodeError>& code_error() const noexcept { return error_; }
+
+ private:
+  bool on_line(std::string_view line);
+  bool fail(StreamFault fault, std::string detail);
+
+  detail::OutputStream out_, err_;
+  http::LineDecoder lines_;
+  std::vector<RichResult> results_;
+  std::optional<CodeError> error_;
+  StreamFault fault_ = StreamFault::kNone;
+  std::string fault_detail_;
+  bool end_ = false;
+  bool started_ = false;
+};
+
+class ProcessStream {
+ public:
+  ProcessStream(const std::function<void(std::string_view)>* on_stdout,
+                const std::function<void(std::string_view)>* on_stderr, std::size_t max_output, std::size_t max_payload);
+
+  bool feed(std::string_view bytes);
+  /// Flushes the last partial output lines.
+  void finish();
+
+  [[nodiscard]] StreamFault fault() const noexcept { return fault_; }
+  [[nodiscard]] const std::string& fault_detail() const noexcept { return fault_detail_; }
+  [[nodiscard]] bool started() const noexcept { return pid_.has_value(); }
+  [[nodiscard]] bool ended() const noexcept { return end_.has_value(); }
+  [[nodiscard]] bool stream_closed() const noexcept { return closed_; }   ///< the end-of-stream envelope came
+  [[nodiscard]] bool partial_envelope() const noexcept { return envelopes_.has_partial(); }
+  /// The end-of-stream envelope's error code ("deadline_exceeded", ...); empty when it carried none.
+  [[nodiscard]] const std::string& stream_error() const noexcept { return stream_error_; }
+  [[nodiscard]] const std::string& stream_error_message() const noexcept { return stream_error_message_; }
+
+  struct End {
+    int exit_code = 0;
+    bool exited = false;
+    std::string status;
+    std::string error;
+  };
+  [[nodiscard]] const std::optional<End>& end() const noexcept { return end_; }
+
+  void collect(ExecutionResult& result);
+
+ private:
+  bool on_envelope(std::uint8_t flags, std::string_view payload);
+  bool fail(StreamFault fault, std::string detail);
+
+  detail::OutputStream out_, err_;
+  http::EnvelopeDecoder envelopes_;
+  std::optional<std::uint32_t> pid_;
+  std::optional<End> end_;
+  bool closed_ = false;
+  std::string stream_error_, stream_error_message_;
+  StreamFault fault_ = StreamFault::kNone;
+  std::string fault_detail_;
+};
+
+/// Removes ANSI escape sequences (Jupyter colours tracebacks).
+std::string strip_ansi(std::string_view text);
+
+}  // namespace code_interpreter::e2b
