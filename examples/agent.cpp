@@ -1,0 +1,202 @@
+// agent: asks a language model to answer a request by writing code that runs in a sandbox, and saves the files it
+// hands back.
+//
+//   agent "REQUEST" [--file PATH]... [--backend pyodide|e2b|bedrock] [--provider openai|anthropic]
+//         [--base-url URL] [--model MODEL] [--output-dir DIR] [--max-turns N]
+//
+// The API key comes from OPENAI_API_KEY or ANTHROPIC_API_KEY. --base-url points at any OpenAI-compatible server
+// (vLLM, llama.cpp, Ollama: e.g. http://localhost:11434/v1). Each --file is uploaded to the sandbox.
+//
+// Prints the answer, then one line per file: "saved PATH (N bytes)", "missing TARGET" (linked but absent) or
+// "refused TARGET" (a link outside the sandbox's upload directory). Files are saved into --output-dir (default
+// ./agent_output) under their base names only, so nothing the model writes can place a file elsewhere.
+// Exit status: 0 answered, 1 stopped without an answer (reason on stderr), 4 the sandbox could not start,
+// 64 bad usage or a backend that is not available.
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "code_interpreter/code_interpreter.hpp"
+
+namespace ci = code_interpreter;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: agent \"REQUEST\" [--file PATH]... [--backend pyodide|e2b|bedrock] [--provider openai|anthropic]\n"
+    "             [--base-url URL] [--model MODEL] [--output-dir DIR] [--max-turns N]\n";
+
+int usage(const std::string& message) {
+  std::cerr << "agent: " << message << "\n" << kUsage;
+  return 64;
+}
+
+struct BackendUnavailable {
+  std::string message;
+};
+
+// ---- Backends: the one place that maps --backend to a sandbox. Add a backend here. ----
+std::unique_ptr<ci::CodeInterpreterSandbox> make_sandbox(const std::string& backend) {
+  if (backend == "pyodide") return ci::PyodideSandbox::create();
+  if (backend == "e2b") return ci::E2BSandbox::create();  // E2B_API_KEY, E2B_DOMAIN / E2B_API_URL / E2B_SANDBOX_URL
+  if (backend == "bedrock") {
+    throw BackendUnavailable{"backend '" + backend + "' is not available in this build (available: pyodide, e2b)"};
+  }
+  throw BackendUnavailable{"unknown backend '" + backend + "' (available: pyodide, e2b)"};
+}
+// ---- end of backends ----
+
+std::unique_ptr<ci::LMInvoker> make_invoker(const std::string& provider, const std::string& base_url,
+                                            const std::string& model) {
+  if (provider == "openai") {
+    ci::OpenAIChatOptions options;
+    if (!base_url.empty()) options.base_url = base_url;
+    options.model = model.empty() ? "gpt-4o-mini" : model;
+    return std::make_unique<ci::OpenAIChatInvoker>(options);
+  }
+  ci::AnthropicOptions options;
+  if (!base_url.empty()) options.base_url = base_url;
+  options.model = model.empty() ? "claude-sonnet-4-5" : model;
+  return std::make_unique<ci::AnthropicInvoker>(options);
+}
+
+// The name a returned file is saved under: its base name, or nothing when even that is not a plain name.
+std::optional<std::string> safe_name(const std::string& filename) {
+  const std::string name = fs::path(filename).filename().string();
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\\') != std::string::npos || name.find('\0') != std::string::npos) {
+    return std::nullopt;
+  }
+  return name;
+}
+
+// Writes beside the destination, then renames: an existing symlink there is replaced, never written through.
+bool save(const fs::path& destination, const std::string& data) {
+  const fs::path temporary = destination.parent_path() / ("." + destination.filename().string() + ".partial");
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) return false;
+  }
+  std::error_code ec;
+  fs::rename(temporary, destination, ec);
+  if (ec) fs::remove(temporary, ec);
+  return !ec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::optional<std::string> request;
+  std::vector<std::string> files;
+  std::string backend = "pyodide", provider = "openai", base_url, model, output_dir = "agent_output";
+  int max_turns = 10;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const bool takes_value = arg == "--file" || arg == "--backend" || arg == "--provider" || arg == "--base-url" ||
+                             arg == "--model" || arg == "--output-dir" || arg == "--max-turns";
+    if (takes_value && i + 1 >= argc) return usage(std::string(arg) + " needs a value");
+    if (arg == "--file") {
+      files.emplace_back(argv[++i]);
+    } else if (arg == "--backend") {
+      backend = argv[++i];
+    } else if (arg == "--provider") {
+      provider = argv[++i];
+      if (provider != "openai" && provider != "anthropic") return usage("--provider is openai or anthropic");
+    } else if (arg == "--base-url") {
+      base_url = argv[++i];
+    } else if (arg == "--model") {
+      model = argv[++i];
+    } else if (arg == "--output-dir") {
+      output_dir = argv[++i];
+    } else if (arg == "--max-turns") {
+      const std::string_view text = argv[++i];
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), max_turns);
+      if (ec != std::errc() || end != text.data() + text.size() || max_turns < 1 || max_turns > 1000) {
+        return usage("--max-turns takes a number from 1 to 1000");
+      }
+    } else if (arg == "-h" || arg == "--help") {
+      std::cout << kUsage;
+      return 0;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return usage("unknown option " + std::string(arg));
+    } else {
+      if (request) return usage("give one request");
+      request = std::string(arg);
+    }
+  }
+  if (!request) return usage("no request given");
+
+  std::vector<ci::Attachment> attachments;
+  try {
+    for (const auto& file : files) attachments.push_back(ci::Attachment::from_file(file));
+  } catch (const std::invalid_argument& e) {
+    return usage(e.what());
+  }
+
+  std::unique_ptr<ci::LMInvoker> invoker;
+  try {
+    invoker = make_invoker(provider, base_url, model);
+  } catch (const ci::LMInvocationError& e) {
+    return usage(e.what());
+  }
+
+  std::unique_ptr<ci::CodeInterpreterSandbox> sandbox;
+  try {
+    sandbox = make_sandbox(backend);
+  } catch (const BackendUnavailable& e) {
+    return usage(e.message);
+  } catch (const ci::CodeInterpreterError& e) {
+    std::cerr << "agent: the sandbox could not start (" << ci::to_string(e.stage()) << "): " << e.what() << "\n";
+    return 4;
+  }
+
+  ci::InterpreterOptions options;
+  options.max_turns = max_turns;
+  ci::InterpreterResult result;
+  try {
+    result = ci::SandboxCodeInterpreter(*sandbox, *invoker, options).execute(*request, std::move(attachments));
+  } catch (const std::invalid_argument& e) {
+    return usage(e.what());
+  }
+
+  std::cout << result.text << "\n";
+  if (!result.code_exec_results.empty() && !result.code_exec_results.back().output.empty()) {
+    std::error_code ec;
+    fs::create_directories(output_dir, ec);
+    std::set<std::string> saved;
+    for (const auto& file : result.code_exec_results.back().output) {
+      const auto name = safe_name(file.filename);
+      if (!name || !saved.insert(*name).second) {
+        std::cout << "skipped " << file.filename << " (not a plain name, or a name already saved)\n";
+        continue;
+      }
+      const fs::path destination = fs::path(output_dir) / *name;
+      if (save(destination, file.data)) {
+        std::cout << "saved " << destination.string() << " (" << file.data.size() << " bytes)\n";
+      } else {
+        std::cout << "failed " << destination.string() << "\n";
+      }
+    }
+  }
+  for (const auto& target : result.missing_files) std::cout << "missing " << target << "\n";
+  for (const auto& target : result.refused_links) std::cout << "refused " << target << "\n";
+
+  if (result.stop_reason != ci::StopReason::kAnswered) {
+    std::cerr << "agent: stopped (" << ci::to_string(result.stop_reason) << ") after " << result.turns
+              << " model calls\n";
+    return 1;
+  }
+  std::cerr << "agent: " << result.turns << " model calls, " << result.code_exec_results.size() << " executions, "
+            << result.usage.input_tokens << " input and " << result.usage.output_tokens << " output tokens\n";
+  return 0;
+}

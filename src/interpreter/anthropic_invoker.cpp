@@ -1,0 +1,157 @@
+// Messages API request and response shapes: https://docs.anthropic.com/en/api/messages and
+// https://docs.anthropic.com/en/docs/build-with-claude/tool-use (tool_use / tool_result blocks).
+#include "code_interpreter/anthropic_invoker.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "interpreter/lm_http.hpp"
+
+namespace code_interpreter {
+
+namespace {
+constexpr const char* kOperation = "anthropic messages";
+
+// The API refuses empty text blocks; an empty tool result still needs some content.
+std::string non_empty(const std::string& text) { return text.empty() ? std::string("(empty)") : text; }
+
+nlohmann::json tool_input(const ToolCall& call) {
+  // The arguments came from this API as an object; anything else was altered on the way and is sent as empty.
+  nlohmann::json input = nlohmann::json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
+  return input.is_object() ? input : nlohmann::json::object();
+}
+
+// Builds `system` and `messages`: system messages are gathered, tool results merged into one user turn.
+void to_wire(std::span<const ChatMessage> messages, nlohmann::json& body) {
+  std::string system;
+  auto wire = nlohmann::json::array();
+  for (const auto& message : messages) {
+    switch (message.role) {
+      case ChatRole::kSystem:
+        if (!system.empty()) system += "\n\n";
+        system += message.content;
+        break;
+      case ChatRole::kUser:
+        wire.push_back({{"role", "user"}, {"content", non_empty(message.content)}});
+        break;
+      case ChatRole::kAssistant: {
+        auto blocks = nlohmann::json::array();
+        if (!message.content.empty()) blocks.push_back({{"type", "text"}, {"text", message.content}});
+        for (const auto& call : message.tool_calls) {
+          blocks.push_back({{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", tool_input(call)}});
+        }
+        if (blocks.empty()) blocks.push_back({{"type", "text"}, {"text", non_empty(message.content)}});
+        wire.push_back({{"role", "assistant"}, {"content", std::move(blocks)}});
+        break;
+      }
+      case ChatRole::kTool: {
+        nlohmann::json block = {{"type", "tool_result"},
+                                {"tool_use_id", message.tool_call_id},
+                                {"content", non_empty(message.content)}};
+        if (message.is_error) block["is_error"] = true;
+        // Results of one assistant turn all go in the user turn right after it.
+        if (!wire.empty() && wire.back()["role"] == "user" && wire.back()["content"].is_array() &&
+            !wire.back()["content"].empty() && wire.back()["content"].back()["type"] == "tool_result") {
+          wire.back()["content"].push_back(std::move(block));
+        } else {
+          wire.push_back({{"role", "user"}, {"content", nlohmann::json::array({std::move(block)})}});
+        }
+        break;
+      }
+    }
+  }
+  if (!system.empty()) body["system"] = system;
+  body["messages"] = std::move(wire);
+}
+
+std::uint64_t count(const nlohmann::json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key)) return 0;
+  const auto& value = object[key];
+  return value.is_number_unsigned() || (value.is_number_integer() && value.get<long long>() >= 0)
+             ? value.get<std::uint64_t>()
+             : 0;
+}
+
+LMResponse from_wire(const nlohmann::json& body) {
+  if (!body.contains("content") || !body["content"].is_array()) interpreter::throw_malformed(kOperation, "no content");
+  LMResponse response;
+  for (const auto& block : body["content"]) {
+    if (!block.is_object() || !block.contains("type") || !block["type"].is_string()) continue;
+    const std::string type = block["type"].get<std::string>();
+    if (type == "text" && block.contains("text") && block["text"].is_string()) {
+      response.text += block["text"].get<std::string>();
+    } else if (type == "tool_use") {
+      ToolCall call;
+      if (!block.contains("id") || !block["id"].is_string()) interpreter::throw_malformed(kOperation, "tool_use without id");
+      call.id = block["id"].get<std::string>();
+      call.name = block.contains("name") && block["name"].is_string() ? block["name"].get<std::string>() : "";
+      call.arguments = block.contains("input") ? block["input"].dump() : "{}";
+      response.tool_calls.push_back(std::move(call));
+    }
+  }
+  if (body.contains("stop_reason") && body["stop_reason"].is_string()) {
+    response.stop_reason = body["stop_reason"].get<std::string>();
+  }
+  if (body.contains("usage")) {
+    response.usage.input_tokens = count(body["usage"], "input_tokens");
+    response.usage.output_tokens = count(body["usage"], "output_tokens");
+  }
+  return response;
+}
+
+}  // namespace
+
+struct AnthropicInvoker::Impl {
+  AnthropicOptions options;
+  std::string api_key;
+  std::string url;
+};
+
+AnthropicInvoker::AnthropicInvoker(AnthropicOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->api_key = options.api_key ? *options.api_key : interpreter::env_or_empty("ANTHROPIC_API_KEY");
+  if (impl_->api_key.empty()) {
+    throw LMInvocationError("AnthropicInvoker: no API key (set api_key or ANTHROPIC_API_KEY)", Stage::kConfigure,
+                            ErrorKind::kUnauthenticated);
+  }
+  if (options.model.empty()) {
+    throw LMInvocationError("AnthropicInvoker: no model given", Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  if (options.base_url.empty()) {
+    throw LMInvocationError("AnthropicInvoker: no base_url given", Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  if (options.max_tokens < 1) {
+    throw LMInvocationError("AnthropicInvoker: max_tokens must be at least 1", Stage::kConfigure,
+                            ErrorKind::kInvalidArgument);
+  }
+  impl_->url = interpreter::trim_slashes(options.base_url) + "/v1/messages";
+  impl_->options = std::move(options);
+  impl_->options.api_key.reset();
+}
+
+AnthropicInvoker::~AnthropicInvoker() = default;
+
+LMResponse AnthropicInvoker::invoke(std::span<const ChatMessage> messages, std::span<const ToolDefinition> tools,
+                                    std::stop_token cancel) {
+  const auto& options = impl_->options;
+  nlohmann::json body = {{"model", options.model}, {"max_tokens", options.max_tokens}};
+  to_wire(messages, body);
+  if (!tools.empty()) {
+    auto& wire_tools = body["tools"] = nlohmann::json::array();
+    for (const auto& tool : tools) {
+      wire_tools.push_back(
+          {{"name", tool.name}, {"description", tool.description}, {"input_schema", interpreter::tool_schema(tool)}});
+    }
+  }
+  if (options.temperature) body["temperature"] = *options.temperature;
+
+  interpreter::LMHttpCall call;
+  call.operation = kOperation;
+  call.url = impl_->url;
+  call.headers = {{"x-api-key", impl_->api_key}, {"anthropic-version", options.anthropic_version}};
+  call.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  call.timeout = options.request_timeout;
+  call.max_attempts = options.max_attempts;
+  call.secrets = {impl_->api_key};
+  return from_wire(interpreter::post_json(call, std::move(cancel)));
+}
+
+}  // namespace code_interpreter

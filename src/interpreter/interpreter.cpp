@@ -1,0 +1,341 @@
+#include "code_interpreter/interpreter.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "code_interpreter/logging.hpp"
+#include "interpreter/links.hpp"
+#include "interpreter/prompt.hpp"
+#include "interpreter/tool_result.hpp"
+
+namespace code_interpreter {
+
+using Clock = std::chrono::steady_clock;
+
+std::string_view to_string(ChatRole role) noexcept {
+  switch (role) {
+    case ChatRole::kSystem: return "system";
+    case ChatRole::kUser: return "user";
+    case ChatRole::kAssistant: return "assistant";
+    case ChatRole::kTool: return "tool";
+  }
+  return "user";
+}
+
+std::string_view to_string(StopReason reason) noexcept {
+  switch (reason) {
+    case StopReason::kAnswered: return "answered";
+    case StopReason::kMaxTurns: return "max_turns";
+    case StopReason::kCancelled: return "cancelled";
+    case StopReason::kTimeout: return "timeout";
+    case StopReason::kLMError: return "lm_error";
+    case StopReason::kSandboxError: return "sandbox_error";
+  }
+  return "answered";
+}
+
+LMInvoker::~LMInvoker() = default;
+
+namespace {
+
+constexpr const char* kToolName = "execute_code";
+// Every backend's execute_code default (design.md §1.3); what the model is told when no budget is set.
+constexpr std::chrono::seconds kDefaultExecutionLimit{300};
+
+// One stop for the whole loop: the caller's stop_token, and the overall timeout through a watchdog thread.
+class LoopStop {
+ public:
+  LoopStop(std::stop_token user, Timeout timeout) {
+    if (user.stop_possible()) forward_.emplace(user, Forward{&source_});
+    if (timeout && timeout->count() > 0) {
+      deadline_ = Clock::now() + *timeout;
+      watchdog_ = std::jthread([this](std::stop_token own) {
+        std::mutex mutex;
+        std::condition_variable_any cv;
+        std::unique_lock lock(mutex);
+        cv.wait_until(lock, own, *deadline_, [] { return false; });
+        if (!own.stop_requested()) {
+          timed_out_ = true;
+          source_.request_stop();
+        }
+      });
+    }
+  }
+
+  [[nodiscard]] std::stop_token token() const { return source_.get_token(); }
+  [[nodiscard]] bool stopped() const { return source_.stop_requested(); }
+  [[nodiscard]] StopReason reason() const { return timed_out_ ? StopReason::kTimeout : StopReason::kCancelled; }
+
+  // What is left of the overall budget; nullopt when there is none.
+  [[nodiscard]] std::optional<std::chrono::milliseconds> remaining() const {
+    if (!deadline_) return std::nullopt;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - Clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
+  }
+
+ private:
+  struct Forward {
+    std::stop_source* source;
+    void operator()() const noexcept { source->request_stop(); }
+  };
+  std::stop_source source_;
+  std::atomic<bool> timed_out_{false};
+  std::optional<Clock::time_point> deadline_;
+  std::optional<std::stop_callback<Forward>> forward_;
+  std::jthread watchdog_;  // last: stopped and joined first
+};
+
+std::string guess_mime_type(std::string_view name) {
+  const auto dot = name.rfind('.');
+  if (dot == std::string_view::npos) return "application/octet-stream";
+  std::string ext(name.substr(dot + 1));
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  static const std::pair<const char*, const char*> kTypes[] = {
+      {"csv", "text/csv"},        {"txt", "text/plain"},        {"md", "text/markdown"},
+      {"json", "application/json"}, {"html", "text/html"},    {"png", "image/png"},
+      {"jpg", "image/jpeg"},      {"jpeg", "image/jpeg"},       {"svg", "image/svg+xml"},
+      {"pdf", "application/pdf"}, {"zip", "application/zip"},   {"xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"}};
+  for (const auto& [extension, type] : kTypes) {
+    if (ext == extension) return type;
+  }
+  return "application/octet-stream";
+}
+
+// The code the model asked to run, or nullopt when the arguments are not {"code": "<string>"}.
+std::optional<std::string> code_argument(const std::string& arguments) {
+  const auto parsed = nlohmann::json::parse(arguments, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object() || !parsed.contains("code") || !parsed["code"].is_string()) return std::nullopt;
+  return parsed["code"].get<std::string>();
+}
+
+// A name the model wrote, made safe to quote back to it.
+std::string quoted_name(const std::string& name) {
+  std::string out = name.substr(0, 64);
+  for (auto& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f || c == '\'') c = '?';
+  }
+  return out;
+}
+
+}  // namespace
+
+SandboxCodeInterpreter::SandboxCodeInterpreter(CodeInterpreterSandbox& sandbox, LMInvoker& lm_invoker,
+                                               InterpreterOptions options)
+    : sandbox_(sandbox), lm_(lm_invoker), options_(std::move(options)) {
+  if (options_.max_turns < 1) throw std::invalid_argument("InterpreterOptions::max_turns must be at least 1");
+  if (options_.max_tool_result_bytes < 1024) {
+    throw std::invalid_argument("InterpreterOptions::max_tool_result_bytes must be at least 1024");
+  }
+}
+
+namespace {
+interpreter::SandboxFacts facts_of(CodeInterpreterSandbox& sandbox, const InterpreterOptions& options,
+                                   std::vector<std::string> file_names) {
+  interpreter::SandboxFacts facts;
+  facts.capabilities = sandbox.capabilities();
+  facts.language = sandbox.language();
+  facts.packages = sandbox.additional_packages();
+  facts.file_names = std::move(file_names);
+  if (options.execution_timeout && options.execution_timeout->count() > 0) {
+    facts.execution_limit = std::max(std::chrono::seconds(1),
+                                     std::chrono::ceil<std::chrono::seconds>(*options.execution_timeout));
+  } else {
+    facts.execution_limit = kDefaultExecutionLimit;
+  }
+  return facts;
+}
+}  // namespace
+
+ToolDefinition SandboxCodeInterpreter::tool_definition(const std::vector<std::string>& file_names) const {
+  const auto facts = facts_of(sandbox_, options_, file_names);
+  return ToolDefinition{kToolName, interpreter::tool_description(facts), interpreter::tool_parameters(facts.language)};
+}
+
+InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std::vector<Attachment> files,
+                                                  std::stop_token cancel) {
+  std::vector<std::string> file_names;
+  {
+    std::set<std::string> seen;
+    for (const auto& file : files) {
+      validate_attachment_name(file.filename);
+      if (!seen.insert(file.filename).second) {
+        throw std::invalid_argument("file name '" + file.filename + "' is given twice");
+      }
+      file_names.push_back(file.filename);
+    }
+  }
+  const auto facts = facts_of(sandbox_, options_, file_names);
+  const std::vector<ToolDefinition> tools{
+      {kToolName, interpreter::tool_description(facts), interpreter::tool_parameters(facts.language)}};
+
+  InterpreterResult result;
+  result.messages.push_back({ChatRole::kSystem, interpreter::system_prompt(facts, options_.instructions), {}, {}, false});
+  result.messages.push_back({ChatRole::kUser, std::string(request), {}, {}, false});
+
+  LoopStop stop(std::move(cancel), options_.timeout);
+  // The files go with an execution; they are owed again until one ran, and after the sandbox lost its state.
+  bool files_owed = !files.empty();
+  // The model is told to write its output under upload_dir, which some backends create only with an upload.
+  bool dir_owed = facts.capabilities.filesystem;
+
+  const auto stopped = [&](StopReason reason, std::string text, std::exception_ptr error = nullptr) {
+    result.stop_reason = reason;
+    result.text = std::move(text);
+    result.error = std::move(error);
+  };
+  const auto stopped_by_stop = [&] {
+    stopped(stop.reason(), stop.reason() == StopReason::kTimeout
+                               ? "[stopped: the interpreter's timeout ran out]"
+                               : "[stopped: cancelled]");
+  };
+
+  for (int turn = 1;; ++turn) {
+    if (stop.stopped()) {
+      stopped_by_stop();
+      return result;
+    }
+    LMResponse response;
+    try {
+      response = lm_.invoke(result.messages, tools, stop.token());
+    } catch (const std::exception& e) {
+      // LMInvocationError is the contract; anything else a user's invoker throws ends the loop the same way.
+      if (stop.stopped()) {
+        stopped_by_stop();
+      } else {
+        stopped(StopReason::kLMError, std::string("[stopped: the language model call failed: ") + e.what() + "]",
+                std::current_exception());
+      }
+      return result;
+    }
+    result.turns = turn;
+    result.usage += response.usage;
+    result.messages.push_back({ChatRole::kAssistant, response.text, response.tool_calls, {}, false});
+
+    if (response.tool_calls.empty()) {
+      result.stop_reason = StopReason::kAnswered;
+      result.text = response.text;
+      break;
+    }
+    if (turn >= options_.max_turns) {
+      // The calls of the last turn are not run: their results could never reach the model.
+      stopped(StopReason::kMaxTurns,
+              fmt::format("[stopped: no final answer after {} model calls (max_turns)]", options_.max_turns));
+      return result;
+    }
+
+    for (const auto& call : response.tool_calls) {
+      ChatMessage answer{ChatRole::kTool, {}, {}, call.id, true};
+      std::optional<std::string> code;
+      if (call.name != kToolName) {
+        answer.content = fmt::format("[error: there is no tool '{}'; the only tool is {}. Nothing was run.]",
+                                     quoted_name(call.name), kToolName);
+      } else if (!(code = code_argument(call.arguments))) {
+        answer.content = "[error: the arguments must be a JSON object with a string \"code\". Nothing was run.]";
+      } else if (stop.stopped()) {
+        answer.content = "[not run: the interpreter was stopped]";
+      } else {
+        ExecuteOptions execute_options;
+        execute_options.cancel = stop.token();
+        execute_options.timeout = options_.execution_timeout;
+        if (const auto left = stop.remaining()) {
+          const bool unbounded = execute_options.timeout && execute_options.timeout->count() <= 0;
+          const auto budget = execute_options.timeout && !unbounded ? *execute_options.timeout
+                              : unbounded ? *left
+                                          : std::chrono::milliseconds(kDefaultExecutionLimit);
+          execute_options.timeout = std::min(budget, *left);
+        }
+        if (files_owed) {
+          execute_options.files = files;
+        } else if (dir_owed) {
+          try {
+            sandbox_.make_dir(facts.capabilities.upload_dir);
+          } catch (const std::exception& e) {
+            logger()->warn("interpreter: cannot create {}: {}", facts.capabilities.upload_dir, e.what());
+          }
+          dir_owed = false;
+        }
+        ExecutionResult executed;
+        try {
+          executed = sandbox_.execute_code(*code, execute_options);
+        } catch (const std::invalid_argument&) {
+          throw;
+        } catch (const std::exception& e) {
+          stopped(StopReason::kSandboxError, std::string("[stopped: the sandbox failed: ") + e.what() + "]",
+                  std::current_exception());
+          return result;
+        }
+        if (files_owed) {
+          // kError with a FailureDetail: the call never ran, so the upload may not have happened either.
+          const bool never_ran = executed.status == ExecutionStatus::kError && executed.failure.has_value();
+          files_owed = never_ran;
+          dir_owed = dir_owed && never_ran;
+        }
+        if (executed.state_lost) {
+          files_owed = !files.empty();
+          dir_owed = facts.capabilities.filesystem;
+        }
+        const auto text = interpreter::format_tool_result(executed, options_.max_tool_result_bytes);
+        answer.content = text.content;
+        answer.is_error = text.is_error;
+        result.code_exec_results.push_back({*code, std::move(executed), {}});
+      }
+      result.messages.push_back(std::move(answer));
+    }
+  }
+
+  // The final answer: fetch the files its sandbox links name.
+  const std::string upload_dir = facts.capabilities.upload_dir;
+  std::set<std::string> fetched;
+  for (auto& link : interpreter::find_sandbox_links(result.text, upload_dir)) {
+    if (!link.path) {
+      logger()->warn("interpreter: refused a sandbox link outside {}: {}", upload_dir, link.target);
+      result.refused_links.push_back(std::move(link.target));
+      continue;
+    }
+    if (!fetched.insert(*link.path).second) continue;
+    const auto missing = [&] { result.missing_files.push_back(link.target); };
+    if (result.code_exec_results.empty() || !facts.capabilities.file_download || stop.stopped()) {
+      missing();
+      continue;
+    }
+    const std::string& path = *link.path;
+    const std::string name = interpreter::base_name(path);
+    try {
+      if (facts.capabilities.filesystem) {
+        // Look before fetching, so an oversize file is never read into memory.
+        const auto entries = sandbox_.list_files(path.substr(0, path.rfind('/')));
+        const auto entry = std::find_if(entries.begin(), entries.end(),
+                                        [&](const FileInfo& info) { return info.name == name && !info.is_directory; });
+        if (entry == entries.end() || entry->size > options_.max_file_bytes) {
+          if (entry != entries.end()) logger()->warn("interpreter: {} is over max_file_bytes", path);
+          missing();
+          continue;
+        }
+      }
+      auto bytes = sandbox_.download_file(path, stop.remaining());
+      if (!bytes || bytes->size() > options_.max_file_bytes) {
+        missing();
+        continue;
+      }
+      Attachment attachment = Attachment::from_bytes(std::move(*bytes), name);
+      attachment.mime_type = guess_mime_type(name);
+      result.code_exec_results.back().output.push_back(std::move(attachment));
+    } catch (const std::exception& e) {
+      logger()->warn("interpreter: cannot fetch {}: {}", path, e.what());
+      missing();
+    }
+  }
+  return result;
+}
+
+}  // namespace code_interpreter

@@ -1,0 +1,132 @@
+#include "interpreter/lm_http.hpp"
+
+#include <cstdlib>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "code_interpreter/logging.hpp"
+#include "http/http_client.hpp"
+#include "http/outcome.hpp"
+#include "http/retry.hpp"
+
+namespace code_interpreter::interpreter {
+namespace {
+
+// A service's error text is untrusted and may be long; a bounded excerpt is enough to act on.
+constexpr std::size_t kMaxServiceMessage = 500;
+
+template <typename Cause>
+[[noreturn]] void throw_lm_error(std::string message, Stage stage, ErrorKind kind, Cause cause) {
+  try {
+    throw std::move(cause);
+  } catch (...) {
+    std::throw_with_nested(LMInvocationError(std::move(message), stage, kind));
+  }
+}
+
+// The service's own explanation: `error.message` in both the OpenAI and the Anthropic error shapes.
+std::string service_message(const http::Exchange& exchange, const std::vector<std::string>& secrets) {
+  std::string message;
+  try {
+    const auto body = nlohmann::json::parse(exchange.response.body);
+    if (body.is_object() && body.contains("error")) {
+      const auto& error = body["error"];
+      if (error.is_object() && error.contains("message") && error["message"].is_string()) {
+        message = error["message"].get<std::string>();
+      } else if (error.is_string()) {
+        message = error.get<std::string>();
+      }
+    }
+  } catch (const nlohmann::json::exception&) {
+  }
+  if (message.size() > kMaxServiceMessage) message = message.substr(0, kMaxServiceMessage) + "...";
+  // The body is untrusted text: keep it printable and valid, byte by byte.
+  for (auto& c : message) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  }
+  return scrub(std::move(message), secrets);
+}
+
+}  // namespace
+
+std::string scrub(std::string text, const std::vector<std::string>& secrets) {
+  for (const auto& secret : secrets) {
+    if (secret.empty()) continue;
+    for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
+      text.replace(at, secret.size(), "[redacted]");
+    }
+  }
+  return text;
+}
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::string(value) : std::string();
+}
+
+std::string trim_slashes(std::string base) {
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base;
+}
+
+void throw_malformed(std::string_view operation, std::string_view what) {
+  const std::string message = fmt::format("{}: the reply is not a valid response: {}", operation, what);
+  throw_lm_error(message, Stage::kExecute, ErrorKind::kInternal,
+                 TransportError(message, TransportError::Kind::kProtocol, 200, std::nullopt, true));
+}
+
+nlohmann::json tool_schema(const ToolDefinition& tool) {
+  nlohmann::json schema = nlohmann::json::parse(tool.parameters, nullptr, /*allow_exceptions=*/false);
+  if (!schema.is_object()) {
+    throw LMInvocationError("tool '" + tool.name + "': parameters is not a JSON object", Stage::kExecute,
+                            ErrorKind::kInvalidArgument);
+  }
+  return schema;
+}
+
+nlohmann::json post_json(const LMHttpCall& call, std::stop_token cancel) {
+  http::Request request;
+  request.method = "POST";
+  request.url = call.url;
+  request.headers = call.headers;
+  request.headers.emplace_back("Content-Type", "application/json");
+  request.headers.emplace_back("Accept", "application/json");
+  request.body = call.body;
+  // A model call has no side effect to duplicate, so timeouts and broken answers are retried as well.
+  request.idempotent = true;
+  request.timeout = call.timeout;
+  request.cancel = cancel;
+
+  http::RetryPolicy policy;
+  policy.max_attempts = call.max_attempts < 1 ? 1 : call.max_attempts;
+  http::RetryHooks hooks;
+  hooks.retryable = [](const http::Exchange& exchange) {
+    // The services say when a retry is pointless (or worth it) in x-should-retry; their SDKs obey it.
+    if (exchange.ok()) {
+      if (auto should = exchange.response.header("x-should-retry")) {
+        if (*should == "false") return false;
+        if (*should == "true") return true;
+      }
+    }
+    return http::is_transient(exchange, true);
+  };
+  int attempts = 0;
+  const http::Exchange exchange = http::perform_with_retries(http::HttpClient::shared(), request, policy, hooks,
+                                                             &attempts);
+  if (exchange.success()) {
+    nlohmann::json body = nlohmann::json::parse(exchange.response.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded() || !body.is_object()) throw_malformed(call.operation, "the body is not a JSON object");
+    return body;
+  }
+
+  const std::string detail = exchange.ok() ? service_message(exchange, call.secrets) : std::string();
+  TransportError cause = http::to_transport_error(exchange, call.operation, detail);
+  std::string message = scrub(cause.what(), call.secrets);
+  if (attempts > 1) message += fmt::format(" (after {} attempts)", attempts);
+  const ErrorKind kind = http::error_kind(exchange);
+  logger()->warn("{} failed: {}", call.operation, message);
+  throw_lm_error(std::move(message), Stage::kExecute, kind, std::move(cause));
+}
+
+}  // namespace code_interpreter::interpreter

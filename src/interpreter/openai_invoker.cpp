@@ -1,0 +1,150 @@
+// Chat Completions request and response shapes:
+// https://platform.openai.com/docs/api-reference/chat/create and .../chat/object
+#include "code_interpreter/openai_invoker.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "interpreter/lm_http.hpp"
+
+namespace code_interpreter {
+
+namespace {
+constexpr const char* kOperation = "openai chat completions";
+
+nlohmann::json to_wire(const ChatMessage& message) {
+  nlohmann::json out;
+  switch (message.role) {
+    case ChatRole::kSystem:
+      return {{"role", "system"}, {"content", message.content}};
+    case ChatRole::kUser:
+      return {{"role", "user"}, {"content", message.content}};
+    case ChatRole::kTool:
+      return {{"role", "tool"}, {"tool_call_id", message.tool_call_id}, {"content", message.content}};
+    case ChatRole::kAssistant:
+      out = {{"role", "assistant"}};
+      // With tool calls and no text, `content` is null, as the API itself answers.
+      out["content"] = message.content.empty() && !message.tool_calls.empty() ? nlohmann::json(nullptr)
+                                                                              : nlohmann::json(message.content);
+      if (!message.tool_calls.empty()) {
+        auto& calls = out["tool_calls"] = nlohmann::json::array();
+        for (const auto& call : message.tool_calls) {
+          calls.push_back({{"id", call.id},
+                           {"type", "function"},
+                           {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+        }
+      }
+      return out;
+  }
+  return out;
+}
+
+std::uint64_t count(const nlohmann::json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key)) return 0;
+  const auto& value = object[key];
+  return value.is_number_unsigned() || (value.is_number_integer() && value.get<long long>() >= 0)
+             ? value.get<std::uint64_t>()
+             : 0;
+}
+
+LMResponse from_wire(const nlohmann::json& body) {
+  if (!body.contains("choices") || !body["choices"].is_array() || body["choices"].empty()) {
+    interpreter::throw_malformed(kOperation, "no choices");
+  }
+  const auto& choice = body["choices"][0];
+  if (!choice.is_object() || !choice.contains("message") || !choice["message"].is_object()) {
+    interpreter::throw_malformed(kOperation, "choices[0] has no message");
+  }
+  const auto& message = choice["message"];
+  LMResponse response;
+  if (message.contains("content") && message["content"].is_string()) {
+    response.text = message["content"].get<std::string>();
+  } else if (message.contains("content") && message["content"].is_array()) {
+    // Some compatible servers answer with content parts.
+    for (const auto& part : message["content"]) {
+      if (part.is_object() && part.value("type", "") == "text" && part.contains("text") && part["text"].is_string()) {
+        response.text += part["text"].get<std::string>();
+      }
+    }
+  }
+  if (message.contains("tool_calls") && message["tool_calls"].is_array()) {
+    for (const auto& call : message["tool_calls"]) {
+      if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) {
+        interpreter::throw_malformed(kOperation, "a tool call has no function");
+      }
+      const auto& function = call["function"];
+      ToolCall out;
+      out.id = call.contains("id") && call["id"].is_string() ? call["id"].get<std::string>() : std::string();
+      out.name = function.contains("name") && function["name"].is_string() ? function["name"].get<std::string>() : "";
+      if (function.contains("arguments")) {
+        // The API sends a JSON string; a few compatible servers send the object itself.
+        out.arguments = function["arguments"].is_string() ? function["arguments"].get<std::string>()
+                                                          : function["arguments"].dump();
+      }
+      if (out.id.empty()) interpreter::throw_malformed(kOperation, "a tool call has no id");
+      response.tool_calls.push_back(std::move(out));
+    }
+  }
+  if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) {
+    response.stop_reason = choice["finish_reason"].get<std::string>();
+  }
+  if (body.contains("usage")) {
+    response.usage.input_tokens = count(body["usage"], "prompt_tokens");
+    response.usage.output_tokens = count(body["usage"], "completion_tokens");
+  }
+  return response;
+}
+
+}  // namespace
+
+struct OpenAIChatInvoker::Impl {
+  OpenAIChatOptions options;
+  std::string api_key;
+  std::string url;
+};
+
+OpenAIChatInvoker::OpenAIChatInvoker(OpenAIChatOptions options) : impl_(std::make_unique<Impl>()) {
+  if (options.model.empty()) {
+    throw LMInvocationError("OpenAIChatInvoker: no model given", Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  if (options.base_url.empty()) {
+    throw LMInvocationError("OpenAIChatInvoker: no base_url given", Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  impl_->api_key = options.api_key ? *options.api_key : interpreter::env_or_empty("OPENAI_API_KEY");
+  impl_->url = interpreter::trim_slashes(options.base_url) + "/chat/completions";
+  impl_->options = std::move(options);
+  impl_->options.api_key.reset();  // one copy of the secret is enough
+}
+
+OpenAIChatInvoker::~OpenAIChatInvoker() = default;
+
+LMResponse OpenAIChatInvoker::invoke(std::span<const ChatMessage> messages, std::span<const ToolDefinition> tools,
+                                     std::stop_token cancel) {
+  const auto& options = impl_->options;
+  nlohmann::json body = {{"model", options.model}, {"messages", nlohmann::json::array()}};
+  for (const auto& message : messages) body["messages"].push_back(to_wire(message));
+  if (!tools.empty()) {
+    auto& wire_tools = body["tools"] = nlohmann::json::array();
+    for (const auto& tool : tools) {
+      wire_tools.push_back({{"type", "function"},
+                            {"function",
+                             {{"name", tool.name},
+                              {"description", tool.description},
+                              {"parameters", interpreter::tool_schema(tool)}}}});
+    }
+  }
+  if (options.temperature) body["temperature"] = *options.temperature;
+  if (options.max_tokens) body["max_tokens"] = *options.max_tokens;
+
+  interpreter::LMHttpCall call;
+  call.operation = kOperation;
+  call.url = impl_->url;
+  if (!impl_->api_key.empty()) call.headers.emplace_back("Authorization", "Bearer " + impl_->api_key);
+  // Model text is untrusted and may hold invalid UTF-8; replace rather than fail the call.
+  call.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  call.timeout = options.request_timeout;
+  call.max_attempts = options.max_attempts;
+  call.secrets = {impl_->api_key};
+  return from_wire(interpreter::post_json(call, std::move(cancel)));
+}
+
+}  // namespace code_interpreter

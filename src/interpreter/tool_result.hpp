@@ -1,0 +1,35 @@
+// What the model reads back from one execution: the execution's text(), bounded in size (head and tail kept
+// around a note of what was cut), with a note for outcomes the text alone does not make plain.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "code_interpreter/execution.hpp"
+
+namespace code_interpreter::interpreter {
+
+/// `text` if it fits in `max_bytes`; otherwise its head, the note
+/// "\n[... N bytes cut from the middle of M; the first H and the last T bytes are shown ...]\n" and its tail, in at
+/// most `max_bytes` bytes in all. Head and tail are split at UTF-8 character boundaries, the head taking half.
+/// `max_bytes` must leave room for the note (at least 128 bytes).
+std::string bound_text(std::string_view text, std::size_t max_bytes);
+
+struct ToolResultText {
+  std::string content;
+  bool is_error = false;  ///< anything but kSuccess
+};
+
+/// The tool result for `result`, at most `max_bytes` long:
+///  - kSuccess: text(), or "[no output]" when it is empty;
+///  - kError: text() (the traceback or the reason the code did not run);
+///  - kTimeout: text(), then "[TIMEOUT (<kind>): the code did not finish in time. It was not run again; it may
+///    have partly run.]";
+///  - kUnknown: text(), then "[UNKNOWN (<exception_type>): the outcome cannot be known; the code may or may not
+///    have run. It was not run again.]";
+///  - then, when state_lost: "[The sandbox's state was lost: variables, imports and files are gone.]".
+/// The notes are never cut; the text before them is bounded to what is left.
+ToolResultText format_tool_result(const ExecutionResult& result, std::size_t max_bytes);
+
+}  // namespace code_interpreter::interpreter
