@@ -7,7 +7,7 @@ seconds="${1:-60}"
 command -v clang++ >/dev/null || { echo "fuzz.sh needs clang++ (apt-get install clang)" >&2; exit 1; }
 CXX=clang++ CXXFLAGS="-fsanitize=fuzzer-no-link,address,undefined" cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCODE_INTERPRETER_LIBFUZZER=ON \
   -DCODE_INTERPRETER_BUILD_EXAMPLES=OFF -DCODE_INTERPRETER_BUILD_BENCHMARKS=OFF >/dev/null
-for target in frame_fuzz output_fuzz; do
+for target in frame_fuzz output_fuzz ndjson_fuzz envelope_fuzz base64_fuzz event_stream_fuzz; do
   cmake --build build-fuzz --target "$target" "${target}_seeds"
   corpus="build-fuzz/corpus/$target"
   ./build-fuzz/tests/fuzz/"${target}_seeds" --write-seeds "$corpus"

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config ca-certificates
-          libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2 zlib1g-dev doxygen)
+          libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2 zlib1g-dev doxygen python3)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()

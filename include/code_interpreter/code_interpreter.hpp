@@ -2,6 +2,10 @@
 #pragma once
 
 #include "code_interpreter/errors.hpp"
+#include "code_interpreter/anthropic_invoker.hpp"
+#include "code_interpreter/e2b_sandbox.hpp"
 #include "code_interpreter/execution.hpp"
+#include "code_interpreter/interpreter.hpp"
+#include "code_interpreter/openai_invoker.hpp"
 #include "code_interpreter/pyodide_sandbox.hpp"
 #include "code_interpreter/sandbox.hpp"
