@@ -3,6 +3,7 @@
 
 #include "code_interpreter/errors.hpp"
 #include "code_interpreter/anthropic_invoker.hpp"
+#include "code_interpreter/bedrock_sandbox.hpp"
 #include "code_interpreter/e2b_sandbox.hpp"
 #include "code_interpreter/execution.hpp"
 #include "code_interpreter/interpreter.hpp"

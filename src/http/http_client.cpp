@@ -308,6 +308,13 @@ HttpClient& HttpClient::shared() {
 
 Exchange HttpClient::perform(const Request& request) {
   if (request.url.empty()) throw std::invalid_argument("HTTP request without a URL");
+  // libcurl sends header lines verbatim: a line break would inject headers, a NUL would cut the value. Values may
+  // be secrets, so only the name is quoted.
+  for (const auto& [name, value] : request.headers)
+    if (name.find_first_of(std::string_view("\r\n\0:", 4)) != std::string::npos ||
+        value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
+      throw std::invalid_argument("HTTP header '" + name.substr(0, name.find_first_of(std::string_view("\r\n\0", 3))) +
+                                  "' contains a line break or NUL");
   for (const auto& part : request.multipart)
     if (part.file && !std::filesystem::is_regular_file(*part.file))
       throw std::invalid_argument("multipart file is not a readable regular file: " + part.file->string());
@@ -349,8 +356,12 @@ Exchange HttpClient::perform(const Request& request) {
     if (lower(name) == "x-amz-content-sha256") has_payload_hash = true;
     headers = curl_slist_append(headers, (name + ": " + value).c_str());
   }
-  // No "Expect: 100-continue" round trip: the servers we talk to answer at once.
-  headers = curl_slist_append(headers, "Expect:");
+  // No "Expect: 100-continue" round trip: the servers we talk to answer at once. libcurl 7.88's SigV4 signer
+  // signs the removal directive "Expect:" as an empty header that is never sent, which breaks the signature; a
+  // signed request instead keeps libcurl's Expect (bodies over 1 MiB, unsigned) and does not wait for the 100.
+  const bool signed_request = !request.aws_sigv4.empty();
+  if (signed_request) curl_easy_setopt(easy, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
+  else headers = curl_slist_append(headers, "Expect:");
   // libcurl 7.88 signs the hash of CURLOPT_POSTFIELDS, or of an empty body when the body comes through the read
   // callback (lib/http_aws_sigv4.c) — which is how every body here is sent, so it would sign the wrong hash. It
   // takes the payload hash from an x-amz-content-sha256 header when one is present, and signs that header too.
@@ -386,7 +397,7 @@ Exchange HttpClient::perform(const Request& request) {
     curl_easy_setopt(easy, CURLOPT_READDATA, &transfer);
     curl_easy_setopt(easy, CURLOPT_SEEKFUNCTION, seek_body);
     curl_easy_setopt(easy, CURLOPT_SEEKDATA, &transfer);
-    if (!has_content_type) headers = curl_slist_append(headers, "Content-Type:");
+    if (!has_content_type && !signed_request) headers = curl_slist_append(headers, "Content-Type:");
     if (request.method != "POST") curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   } else if (request.method == "HEAD") {
     curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);

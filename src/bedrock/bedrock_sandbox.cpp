@@ -1,0 +1,975 @@
+#include "code_interpreter/bedrock_sandbox.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <regex>
+#include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "bedrock/config.hpp"
+#include "bedrock/event_stream.hpp"
+#include "code_interpreter/logging.hpp"
+#include "core/base64.hpp"
+#include "core/call_registry.hpp"
+#include "core/deadline.hpp"
+#include "core/nested.hpp"
+#include "core/output.hpp"
+#include "core/utf8.hpp"
+#include "http/http_client.hpp"
+#include "http/outcome.hpp"
+#include "http/retry.hpp"
+
+namespace code_interpreter {
+namespace {
+
+using nlohmann::json;
+using detail::Deadline;
+using detail::throw_nested;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kDefaultExecuteTimeout{std::chrono::seconds(300)};
+constexpr milliseconds kDefaultCommandTimeout{std::chrono::seconds(30)};
+constexpr milliseconds kDefaultCreateTimeout{std::chrono::minutes(5)};
+constexpr std::size_t kMaxErrorBody = 64 * 1024;
+constexpr const char* kSessionHeader = "x-amzn-code-interpreter-session-id";  // bedrock.md §2.5
+
+// A version-4 UUID: the clientToken the AWS SDKs generate (bedrock.md §2.1).
+std::string uuid4() {
+  std::random_device device;
+  unsigned char b[16];
+  for (auto& byte : b) byte = static_cast<unsigned char>(device() & 0xFF);
+  b[6] = static_cast<unsigned char>((b[6] & 0x0F) | 0x40);
+  b[8] = static_cast<unsigned char>((b[8] & 0x3F) | 0x80);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[b[i] >> 4];
+    out += kHex[b[i] & 15];
+  }
+  return out;
+}
+
+// libcurl 7.88 signs the path as sent, encoded once; AWS signs it encoded twice (bedrock.md "Verified on this
+// project's machines"). Both agree exactly when the identifier needs no percent-encoding.
+bool plain_identifier(std::string_view id) {
+  if (id.empty() || id.size() > 256) return false;
+  return std::all_of(id.begin(), id.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '.' || c == '-' || c == '_' || c == '~';
+  });
+}
+
+bool valid_session_id(std::string_view id) {  // ^[0-9a-zA-Z]{1,40}$ (bedrock.md §2.6)
+  return !id.empty() && id.size() <= 40 &&
+         std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isalnum(c); });
+}
+
+std::string shell_quote(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+std::string bounded_text(std::string_view text, std::size_t limit = 300) {
+  std::string cut(text.substr(0, detail::utf8_safe_cut(text, std::min(limit, text.size()))));
+  std::string clean;
+  detail::append_utf8_replacing(clean, cut);
+  return text.size() > limit ? clean + "..." : clean;
+}
+
+std::string_view language_name(Language language) {
+  switch (language) {
+    case Language::kJavaScript: return "javascript";
+    case Language::kTypeScript: return "typescript";
+    default: return "python";
+  }
+}
+
+// A restJson1 error (bedrock.md §7): the code from x-amzn-ErrorType, else the body's code or __type, trimmed of a
+// "prefix#" and of ":suffix" / ",suffix"; the message from message / Message.
+struct AwsError {
+  std::string code;
+  std::string message;
+};
+
+AwsError aws_error(const http::Response& response, std::string_view body) {
+  AwsError e;
+  const json parsed = json::parse(body, nullptr, false);
+  if (auto header = response.header("x-amzn-errortype")) e.code = std::string(*header);
+  if (parsed.is_object()) {
+    if (e.code.empty()) {
+      if (parsed.contains("code") && parsed["code"].is_string()) e.code = parsed["code"].get<std::string>();
+      else if (parsed.contains("__type") && parsed["__type"].is_string()) e.code = parsed["__type"].get<std::string>();
+    }
+    for (const char* key : {"message", "Message"})
+      if (parsed.contains(key) && parsed[key].is_string()) e.message = parsed[key].get<std::string>();
+  }
+  if (const auto colon = e.code.find_first_of(":,"); colon != std::string::npos) e.code.resize(colon);
+  if (const auto hash = e.code.find('#'); hash != std::string::npos) e.code = e.code.substr(hash + 1);
+  e.code = bounded_text(e.code, 100);
+  e.message = bounded_text(e.message);
+  return e;
+}
+
+ErrorKind aws_error_kind(std::string_view code, int status) {
+  std::string c(code);
+  std::transform(c.begin(), c.end(), c.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (c.find("throttl") != std::string::npos || status == 429) return ErrorKind::kRateLimited;
+  if (c.find("notfound") != std::string::npos) return ErrorKind::kNotFound;
+  if (c.find("accessdenied") != std::string::npos) return ErrorKind::kPermissionDenied;
+  if (c.find("quota") != std::string::npos) return ErrorKind::kQuotaExceeded;
+  if (c.find("validation") != std::string::npos || c.find("conflict") != std::string::npos) return ErrorKind::kInvalidArgument;
+  if (c.find("signature") != std::string::npos || c.find("unrecognizedclient") != std::string::npos ||
+      c.find("authenticationtoken") != std::string::npos || c.find("expiredtoken") != std::string::npos)
+    return ErrorKind::kUnauthenticated;
+  if (c.find("internalserver") != std::string::npos || c.find("serviceunavailable") != std::string::npos)
+    return ErrorKind::kUnavailable;
+  http::Exchange answered;
+  answered.response.status = status;
+  return http::error_kind(answered);
+}
+
+// "aws." + the name with its first letter upper-cased (design.md §1.2).
+std::string aws_type(std::string_view name) {
+  std::string out = "aws." + std::string(name);
+  if (out.size() > 4) out[4] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[4])));
+  return out;
+}
+
+// The last "Name: value" line of a Python traceback in stderr (the service reports exceptions only as text).
+std::optional<CodeError> parse_python_error(const std::string& stderr_text) {
+  static const std::regex kLine(R"(^([A-Za-z_][A-Za-z0-9_.]*)(?::\s?(.*))?$)");
+  if (stderr_text.find("Traceback (most recent call last)") == std::string::npos) return std::nullopt;
+  std::size_t end = stderr_text.size();
+  while (end > 0) {
+    const auto start = stderr_text.rfind('\n', end - 1);
+    const std::size_t from = start == std::string::npos ? 0 : start + 1;
+    std::string line = stderr_text.substr(from, end - from);
+    end = start == std::string::npos ? 0 : start;
+    if (line.empty()) continue;
+    std::smatch m;
+    if (std::regex_match(line, m, kLine)) return CodeError{m[1].str(), m[2].str(), stderr_text};
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+ExecutionResult never_ran(std::string code, std::string error, std::optional<FailureDetail> failure) {
+  ExecutionResult r;
+  r.status = ExecutionStatus::kError;
+  r.code = std::move(code);
+  r.error = std::move(error);
+  r.failure = std::move(failure);
+  return r;
+}
+
+// What one InvokeCodeInterpreter call produced.
+struct Invocation {
+  http::Exchange exchange;
+  int status = 0;
+  std::string error_body;
+  bool result_seen = false;
+  json content = json::array();  // every result event's content[], concatenated
+  json structured = json::object();  // the latest non-null scalar of each structuredContent member
+  std::string out, err;          // stdout / stderr concatenated across result events
+  bool is_error = false;
+  std::optional<std::string> exception;  // "aws.<Name>"
+  std::string exception_message;
+  bool exception_first = false;
+  bedrock::EventStreamError decode_error = bedrock::EventStreamError::kNone;
+  bool truncated = false;
+  bool malformed_event = false;
+  bool callback_threw = false;
+};
+
+}  // namespace
+
+struct BedrockAgentCoreSandbox::Impl {
+  http::HttpClient& client = http::HttpClient::shared();
+  BedrockOptions options;  // credentials cleared after resolution
+  bedrock::ResolvedConfig config;
+  std::string sigv4;
+  std::string userpwd;
+  std::string session_id;
+  Language language = Language::kPython;
+  std::mutex exec_mutex;  // executions on one session run one at a time
+  detail::CallRegistry calls;
+
+  explicit Impl(BedrockOptions opts) : options(std::move(opts)) {
+    if (options.language != Language::kPython && options.language != Language::kJavaScript &&
+        options.language != Language::kTypeScript)
+      throw SandboxStartError("Bedrock AgentCore runs python, javascript or typescript, not " +
+                                  std::string(to_string(options.language)),
+                              Stage::kConfigure, ErrorKind::kUnsupported);
+    if (!plain_identifier(options.code_interpreter_identifier))
+      throw SandboxStartError("code interpreter identifier '" + bounded_text(options.code_interpreter_identifier, 80) +
+                                  "' needs percent-encoding (an ARN?): pass the interpreter id instead, e.g. "
+                                  "aws.codeinterpreter.v1",
+                              Stage::kConfigure, ErrorKind::kInvalidArgument);
+    if (options.session_timeout.count() < 1 || options.session_timeout.count() > 28800)
+      throw SandboxStartError("session_timeout must be 1..28800 seconds", Stage::kConfigure, ErrorKind::kInvalidArgument);
+    if (options.session_name && (options.session_name->empty() || options.session_name->size() > 100))
+      throw SandboxStartError("session_name must be 1..100 characters", Stage::kConfigure, ErrorKind::kInvalidArgument);
+    config = bedrock::resolve_config(options);
+    options.credentials.reset();
+    language = options.language;
+    sigv4 = "aws:amz:" + config.region + ":bedrock-agentcore";  // bedrock.md §1, §6
+    userpwd = config.credentials.access_key_id + ":" + config.credentials.secret_access_key;
+  }
+
+  std::string base_path() const { return "/code-interpreters/" + options.code_interpreter_identifier; }
+
+  http::Request request(std::string method, std::string path, std::string body = {}) const {
+    http::Request r;
+    r.method = std::move(method);
+    r.url = config.endpoint + path;
+    r.body = std::move(body);
+    if (!r.body.empty()) r.headers.emplace_back("Content-Type", "application/json");
+    // libcurl does not add the session token; as a header it is signed too (bedrock.md "Verified").
+    if (!config.credentials.session_token.empty())
+      r.headers.emplace_back("x-amz-security-token", config.credentials.session_token);
+    r.aws_sigv4 = sigv4;
+    r.aws_credentials = userpwd;
+    r.timeout = options.request_timeout;
+    return r;
+  }
+
+  http::RetryHooks deadline_hooks(const Deadline& deadline) const {
+    http::RetryHooks hooks;
+    hooks.sleep = [deadline](milliseconds delay, std::stop_token cancel) {
+      return deadline.allows(delay) && http::interruptible_sleep(delay, cancel);
+    };
+    return hooks;
+  }
+
+  template <typename Error>
+  [[noreturn]] void throw_service_error(const http::Exchange& ex, Stage stage, std::string_view what) const {
+    if (ex.ok()) {
+      const auto e = aws_error(ex.response, ex.response.body);
+      const std::string said = e.code + (e.message.empty() ? "" : ": " + e.message);
+      throw_nested(Error(std::string(what) + " failed: HTTP " + std::to_string(ex.response.status) + " " + said, stage,
+                         aws_error_kind(e.code, ex.response.status)),
+                   http::to_transport_error(ex, what, said));
+    }
+    const auto cause = http::to_transport_error(ex, what);
+    if (ex.failure == http::Failure::kCancelled)
+      throw_nested(Error(std::string(what) + " was cancelled", stage, ErrorKind::kUnknown), cause);
+    throw_nested(Error(std::string(what) + " failed: " + cause.what(), stage, http::error_kind(ex)), cause);
+  }
+
+  // ---- sessions (bedrock.md §2.1, §2.4) ----
+
+  void start(const Deadline& deadline) {
+    json body = {{"sessionTimeoutSeconds", options.session_timeout.count()}, {"clientToken", uuid4()}};
+    if (options.session_name) body["name"] = *options.session_name;
+    // One clientToken for every attempt: the service's idempotency key makes the retries safe.
+    auto req = request("PUT", base_path() + "/sessions/start", body.dump());
+    req.cancel = options.cancel;
+    req.timeout = deadline.bound(options.request_timeout);
+    const auto ex = http::perform_with_retries(client, req, {}, deadline_hooks(deadline));
+    if (!ex.success()) throw_service_error<SandboxStartError>(ex, Stage::kCreate, "StartCodeInterpreterSession");
+    const json answer = json::parse(ex.response.body, nullptr, false);
+    if (!answer.is_object() || !answer.contains("sessionId") || !answer["sessionId"].is_string() ||
+        !valid_session_id(answer["sessionId"].get<std::string>()))
+      throw SandboxStartError("StartCodeInterpreterSession answered without a usable sessionId", Stage::kCreate,
+                              ErrorKind::kInternal);
+    session_id = answer["sessionId"].get<std::string>();
+  }
+
+  // True when the session is stopped (or was already gone).
+  http::Exchange stop(const Deadline& deadline) {
+    auto req = request("PUT", base_path() + "/sessions/stop?sessionId=" + session_id,
+                       json{{"clientToken", uuid4()}}.dump());
+    req.timeout = deadline.bound(options.request_timeout);
+    return http::perform_with_retries(client, req, {}, deadline_hooks(deadline));
+  }
+
+  static bool stopped(const http::Exchange& ex) {
+    // ResourceNotFound: already stopped or expired (bedrock.md §2.4).
+    return ex.success() || (ex.ok() && ex.response.status == 404);
+  }
+
+  std::optional<std::string> status_of_session(milliseconds timeout) {
+    auto req = request("GET", base_path() + "/sessions/get?sessionId=" + session_id);
+    req.timeout = timeout;
+    const auto ex = client.perform(req);
+    if (ex.ok() && ex.response.status == 404) return std::string("TERMINATED");
+    if (!ex.success()) return std::nullopt;
+    const json answer = json::parse(ex.response.body, nullptr, false);
+    if (!answer.is_object() || !answer.contains("status") || !answer["status"].is_string()) return std::nullopt;
+    return answer["status"].get<std::string>();
+  }
+
+  // ---- InvokeCodeInterpreter (bedrock.md §2.5, §4) ----
+
+  Invocation invoke(std::string_view tool, json arguments, milliseconds timeout, std::stop_token cancel,
+                    bool idempotent, detail::OutputStream* out = nullptr, detail::OutputStream* err = nullptr) {
+    Invocation inv;
+    auto req = request("POST", base_path() + "/tools/invoke",
+                       json{{"name", tool}, {"arguments", std::move(arguments)}}.dump());
+    req.headers.emplace_back(kSessionHeader, session_id);
+    req.idempotent = idempotent;  // tools that run code or change files are never re-sent once a byte was read
+    req.http1_only = true;
+    req.timeout = timeout;
+    req.cancel = std::move(cancel);
+    req.on_headers = [&](int s) { inv.status = s; };
+
+    bedrock::EventStreamDecoder decoder(
+        [&](bedrock::EventMessage&& message) {
+          const auto type = message.string_header(":message-type").value_or("");
+          if (type == "event") {
+            if (message.string_header(":event-type").value_or("") != "result") return true;  // unknown events are skipped
+            const json payload = json::parse(message.payload, nullptr, false);
+            if (!payload.is_object()) {
+              inv.malformed_event = true;
+              return false;
+            }
+            merge_result(inv, payload, out, err);
+            return !inv.callback_threw;
+          }
+          // An exception or an error frame: names are matched case-insensitively (bedrock.md §4).
+          std::string name(type == "exception" ? message.string_header(":exception-type").value_or("")
+                                               : message.string_header(":error-code").value_or(""));
+          if (name.empty()) name = type == "exception" ? "UnknownException" : "InternalFailure";
+          inv.exception = aws_type(bounded_text(name, 100));
+          inv.exception_first = !inv.result_seen;
+          if (type == "exception") {
+            const json payload = json::parse(message.payload, nullptr, false);
+            if (payload.is_object() && payload.contains("message") && payload["message"].is_string())
+              inv.exception_message = bounded_text(payload["message"].get<std::string>());
+          } else {
+            inv.exception_message = bounded_text(message.string_header(":error-message").value_or(""));
+          }
+          return false;
+        },
+        options.max_message_bytes);
+
+    req.on_body = [&](std::string_view piece) {
+      if (inv.status != 200) {
+        inv.error_body.append(piece.substr(0, kMaxErrorBody - std::min(kMaxErrorBody, inv.error_body.size())));
+        return true;
+      }
+      if (!decoder.feed(piece)) {
+        inv.decode_error = decoder.error();
+        return false;
+      }
+      return true;
+    };
+    inv.exchange = client.perform(req);
+    if (inv.exchange.ok() && inv.status == 200 && decoder.has_partial() && !inv.exception && !inv.malformed_event &&
+        inv.decode_error == bedrock::EventStreamError::kNone)
+      inv.truncated = true;  // the body ended cleanly inside a message
+    return inv;
+  }
+
+  // Several result events are folded together (bedrock.md §4): content concatenated, stdout / stderr
+  // concatenated, the latest non-null scalar kept, isError OR-ed.
+  static void merge_result(Invocation& inv, const json& payload, detail::OutputStream* out, detail::OutputStream* err) {
+    inv.result_seen = true;
+    if (const auto c = payload.find("content"); c != payload.end() && c->is_array())
+      for (const auto& block : *c) inv.content.push_back(block);
+    if (const auto e = payload.find("isError"); e != payload.end() && e->is_boolean()) inv.is_error |= e->get<bool>();
+    const auto s = payload.find("structuredContent");
+    if (s == payload.end() || !s->is_object()) return;
+    for (const auto& [key, value] : s->items()) {
+      if (value.is_null()) continue;
+      if ((key == "stdout" || key == "stderr") && value.is_string()) {
+        const auto& text = value.get_ref<const std::string&>();
+        (key == "stdout" ? inv.out : inv.err) += text;
+        try {
+          if (key == "stdout" && out) out->feed(text);
+          if (key == "stderr" && err) err->feed(text);
+        } catch (...) {
+          if (out) out->silence();
+          if (err) err->silence();
+          inv.callback_threw = true;
+        }
+        continue;
+      }
+      inv.structured[key] = value;
+    }
+  }
+
+  // The result of an invocation that did not end in a result: the §1.2 rows for refusals, faults and loss.
+  // Returns nullopt when a result arrived and the caller should read it.
+  std::optional<ExecutionResult> failure_of(const Invocation& inv, const std::string& code, std::string_view what) {
+    const auto& ex = inv.exchange;
+    ExecutionResult r;
+    r.code = code;
+    r.exit_code = -1;
+    if (ex.ok() && inv.status != 200 && inv.status != 0) {
+      // Answered with an error before any frame: nothing ran.
+      const auto e = aws_error(ex.response, inv.error_body);
+      auto refused = never_ran(code, std::string(what) + " refused: HTTP " + std::to_string(inv.status) + " " + e.code +
+                                         (e.message.empty() ? "" : ": " + e.message),
+                               FailureDetail{e.code.empty() ? "http." + std::to_string(inv.status) : aws_type(e.code), true});
+      // An expired or stopped session is gone before the call (bedrock.md §2.5).
+      refused.state_lost = inv.status == 404;
+      return refused;
+    }
+    if (inv.callback_threw) {
+      r.status = ExecutionStatus::kUnknown;
+      r.failure = FailureDetail{"callback.exception", false};
+      r.error = "an output callback threw; the call was cancelled";
+      return r;
+    }
+    if (inv.exception) {
+      if (inv.exception_first) {
+        // The first frame refused the call: the code never ran (bedrock.md §4).
+        auto refused = never_ran(code, std::string(what) + ": " + *inv.exception + ": " + inv.exception_message,
+                                 FailureDetail{*inv.exception, true});
+        refused.state_lost = inv.exception->find("ResourceNotFound") != std::string::npos;
+        return refused;
+      }
+      r.status = ExecutionStatus::kUnknown;
+      r.failure = FailureDetail{*inv.exception, false};
+      r.error = std::string(what) + ": the stream failed after a result: " + *inv.exception + ": " + inv.exception_message;
+      return r;
+    }
+    if (inv.decode_error != bedrock::EventStreamError::kNone || inv.malformed_event) {
+      r.status = ExecutionStatus::kUnknown;
+      const std::string name = inv.malformed_event ? "malformed_event" : std::string(bedrock::to_string(inv.decode_error));
+      r.failure = FailureDetail{"eventstream." + name, false};
+      r.error = std::string(what) + ": the answer was not a valid event stream (" + name + ")";
+      return r;
+    }
+    if (!ex.ok()) {
+      const auto verdict = http::classify(ex, TimeoutKind::kExecution, what);
+      r.status = verdict.status;
+      r.timeout_kind = verdict.timeout_kind;
+      r.failure = verdict.failure;
+      r.error = verdict.message;
+      if (r.status == ExecutionStatus::kUnknown && ex.request_written && ex.failure != http::Failure::kCancelled &&
+          status_of_session(std::chrono::seconds(5)) == std::optional<std::string>("TERMINATED")) {
+        r.status = ExecutionStatus::kTimeout;
+        r.timeout_kind = TimeoutKind::kSandboxLost;
+        r.failure.reset();
+        r.state_lost = true;
+        r.error = std::string(what) + ": the session ended during the call";
+      }
+      return r;
+    }
+    if (inv.truncated) {
+      r.status = ExecutionStatus::kUnknown;
+      r.failure = FailureDetail{"eventstream.truncated", false};
+      r.error = std::string(what) + ": the answer ended inside an event-stream message";
+      return r;
+    }
+    if (!inv.result_seen) {
+      r.status = ExecutionStatus::kUnknown;
+      r.failure = FailureDetail{"eventstream.no_result", false};
+      r.error = std::string(what) + ": the answer carried no result";
+      return r;
+    }
+    return std::nullopt;
+  }
+
+  static std::optional<int> exit_code_of(const Invocation& inv) {
+    const auto it = inv.structured.find("exitCode");
+    if (it == inv.structured.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int>();
+  }
+
+  // ---- files: through the file tools, paths relative to the session's working directory (bedrock.md §3) ----
+
+  [[noreturn]] void throw_tool_error(const Invocation& inv, Stage stage, std::string_view what) {
+    if (auto r = failure_of(inv, "", what)) {
+      ErrorKind kind = ErrorKind::kUnknown;
+      if (inv.exchange.ok() && inv.status != 200) kind = aws_error_kind(aws_error(inv.exchange.response, inv.error_body).code, inv.status);
+      else if (!inv.exchange.ok()) kind = http::error_kind(inv.exchange);
+      else if (inv.exception) kind = aws_error_kind(inv.exception->substr(4), 0);
+      throw_nested(SandboxExecutionError(r->error, stage, kind),
+                   http::to_transport_error(inv.exchange, what, r->failure ? r->failure->exception_type : ""));
+    }
+    // A tool that reports isError explains itself in its text.
+    std::string text;
+    for (const auto& block : inv.content)
+      if (block.is_object() && block.value("type", "") == "text" && block.contains("text") && block["text"].is_string())
+        text += block["text"].get<std::string>();
+    std::string lowered = text;
+    std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return std::tolower(c); });
+    const ErrorKind kind = lowered.find("not found") != std::string::npos || lowered.find("no such") != std::string::npos
+                               ? ErrorKind::kNotFound
+                               : ErrorKind::kInvalidArgument;
+    throw SandboxExecutionError(std::string(what) + " failed: " + bounded_text(text), stage, kind);
+  }
+
+  Invocation file_tool(std::string_view tool, json arguments, std::stop_token cancel, bool idempotent,
+                       Timeout timeout = std::nullopt) {
+    const milliseconds t = timeout ? (timeout->count() > 0 ? *timeout : milliseconds(0)) : options.request_timeout;
+    if (!idempotent) return invoke(tool, std::move(arguments), t, std::move(cancel), false);
+    // Reads may be repeated: retry what never reached the service or was refused as transient.
+    for (int attempt = 1;; ++attempt) {
+      auto inv = invoke(tool, arguments, t, cancel, true);
+      const bool retry = attempt < 3 && ((inv.exchange.ok() && (inv.status == 429 || inv.status >= 500)) ||
+                                         (!inv.exchange.ok() && http::is_transient(inv.exchange, true)) ||
+                                         (inv.exception && inv.exception_first &&
+                                          inv.exception->find("Throttling") != std::string::npos));
+      if (!retry || !http::interruptible_sleep(milliseconds(200 * attempt), cancel)) return inv;
+    }
+  }
+
+  void ensure_parent(std::string_view path, std::stop_token cancel) {
+    const auto slash = path.rfind('/');
+    if (slash == std::string_view::npos || slash == 0) return;
+    // writeFiles may not create parent directories (bedrock.md §3, §9.9).
+    make_directory(path.substr(0, slash), cancel);
+  }
+
+  void make_directory(std::string_view path, std::stop_token cancel) {
+    const auto inv = file_tool("executeCommand", {{"command", "mkdir -p -- " + shell_quote(path)}}, cancel, true);
+    if (inv.exchange.success() && inv.result_seen && !inv.is_error && !inv.exception) return;
+    throw_tool_error(inv, Stage::kUpload, "make_dir");
+  }
+
+  void write(std::string_view path, std::string_view data, std::stop_token cancel) {
+    ensure_parent(path, cancel);
+    json block = {{"path", path}};
+    // Text stays text; anything else is a blob, base64-encoded exactly once (bedrock.md §9.1).
+    if (detail::is_valid_utf8(data) && data.find('\0') == std::string_view::npos) block["text"] = data;
+    else block["blob"] = detail::base64_encode(data);
+    const auto inv = file_tool("writeFiles", {{"content", json::array({block})}}, cancel, false);
+    if (inv.exchange.success() && inv.result_seen && !inv.is_error && !inv.exception) return;
+    throw_tool_error(inv, Stage::kUpload, "write_file");
+  }
+
+  std::string read(std::string_view path, std::stop_token cancel, Timeout timeout = std::nullopt) {
+    const auto inv = file_tool("readFiles", {{"paths", json::array({path})}}, cancel, true, timeout);
+    if (!(inv.exchange.success() && inv.result_seen && !inv.is_error && !inv.exception))
+      throw_tool_error(inv, Stage::kDownload, "read_file");
+    for (const auto& block : inv.content) {
+      if (!block.is_object() || block.value("type", "") != "resource" || !block.contains("resource")) continue;
+      const auto& resource = block["resource"];
+      if (resource.contains("text") && resource["text"].is_string()) return resource["text"].get<std::string>();
+      if (resource.contains("blob") && resource["blob"].is_string()) {
+        auto bytes = detail::base64_decode(resource["blob"].get<std::string>());
+        if (!bytes) throw SandboxExecutionError("read_file: the file's blob is not base64", Stage::kDownload, ErrorKind::kInternal);
+        return std::move(*bytes);
+      }
+    }
+    throw SandboxExecutionError("read_file: the answer carried no file content", Stage::kDownload, ErrorKind::kInternal);
+  }
+
+  // ---- execute ----
+
+  ExecutionResult upload_refused(const std::string& code, const std::exception& e) {
+    return never_ran(code, std::string("upload failed: ") + e.what(), FailureDetail{"upload", true});
+  }
+
+  ExecutionResult execute(std::string_view code_view, const ExecuteOptions& o) {
+    const auto call = calls.begin(o.cancel);
+    const std::string code(code_view);
+    std::unique_lock lock(exec_mutex);
+    const auto started = Clock::now();
+
+    if (!o.env.empty() && language != Language::kPython)
+      return never_ran(code, "env is not supported for " + std::string(language_name(language)) +
+                                 " code on Bedrock AgentCore (ExecuteOptions::env)", std::nullopt);
+    if (!o.files.empty()) {
+      const std::string dir = o.upload_dir.value_or("files");
+      try {
+        make_directory(dir, call->token());
+        for (const auto& f : o.files) {
+          if (f.source) {
+            std::ifstream in(*f.source, std::ios::binary);
+            if (!in) return never_ran(code, "upload failed: cannot read " + f.source->string(), std::nullopt);
+            const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+            write(dir + "/" + f.filename, bytes, call->token());
+          } else {
+            write(dir + "/" + f.filename, f.data, call->token());
+          }
+        }
+      } catch (const SandboxNotInitializedError&) {
+        throw;
+      } catch (const std::exception& e) {
+        return upload_refused(code, e);
+      }
+    }
+
+    std::string sent = code;
+    if (!o.env.empty()) {
+      // The service has no per-call environment: the code runs inside a wrapper that sets and then restores the
+      // variables (JSON strings are valid Python string literals).
+      sent = "import os as _ci_os\n_ci_env = " + json(o.env).dump() +
+             "\n_ci_saved = {k: _ci_os.environ.get(k) for k in _ci_env}\n_ci_os.environ.update(_ci_env)\ntry:\n"
+             "    exec(compile(" + json(code).dump() + ", '<code>', 'exec'))\nfinally:\n"
+             "    for _k, _v in _ci_saved.items():\n"
+             "        (_ci_os.environ.pop(_k, None) if _v is None else _ci_os.environ.__setitem__(_k, _v))\n"
+             "    del _ci_os, _ci_env, _ci_saved\n";
+    }
+    const milliseconds budget = o.timeout.value_or(kDefaultExecuteTimeout);
+    detail::OutputStream out(o.on_stdout ? &o.on_stdout : nullptr, options.max_output_bytes);
+    detail::OutputStream err(o.on_stderr ? &o.on_stderr : nullptr, options.max_output_bytes);
+    json arguments = {{"code", sent}, {"language", language_name(language)}};
+    const auto inv = invoke("executeCode", std::move(arguments), budget.count() > 0 ? budget : milliseconds(0),
+                            call->token(), false, &out, &err);
+    try {
+      out.finish();
+      err.finish();
+    } catch (...) {
+    }
+    ExecutionResult r;
+    if (auto failed = failure_of(inv, code, "execute")) {
+      r = std::move(*failed);
+      if (r.status == ExecutionStatus::kTimeout && r.timeout_kind == TimeoutKind::kExecution)
+        r.error = "execute: timed out after " + std::to_string(budget.count()) +
+                  " ms; Bedrock cannot stop an executeCode, so the code may still be running in the session";
+    } else {
+      r.code = code;
+      const auto exit = exit_code_of(inv);
+      if (!inv.is_error && exit.value_or(0) == 0) {
+        r.status = ExecutionStatus::kSuccess;
+        r.exit_code = 0;
+      } else {
+        r.status = ExecutionStatus::kError;
+        r.exit_code = exit && *exit != 0 ? *exit : 1;
+      }
+      // Without structuredContent, the text blocks are the output.
+      if (inv.out.empty() && inv.err.empty() && !inv.structured.contains("stdout")) {
+        std::string text;
+        for (const auto& block : inv.content)
+          if (block.is_object() && block.value("type", "") == "text" && block.contains("text") && block["text"].is_string())
+            text += block["text"].get<std::string>();
+        try {
+          (r.status == ExecutionStatus::kSuccess ? out : err).feed(text);
+          out.finish();
+          err.finish();
+        } catch (...) {
+        }
+      }
+      for (const auto& block : inv.content) {
+        if (block.is_object() && block.value("type", "") == "image" && block.contains("data") && block["data"].is_string())
+          r.results.push_back(RichResult{{{block.value("mimeType", "image/png"), block["data"].get<std::string>()}}, false});
+      }
+    }
+    r.truncated = out.truncated() || err.truncated();
+    r.stdout_text = out.take_text();
+    r.stderr_text = err.take_text();
+    if (r.status == ExecutionStatus::kError && r.exit_code > 0 && language == Language::kPython) {
+      r.code_error = parse_python_error(r.stderr_text);
+      r.error = r.stderr_text.empty() ? "the code failed with exit code " + std::to_string(r.exit_code) : r.stderr_text;
+    }
+    r.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
+    return r;
+  }
+
+  // ---- commands: startCommandExecution / getTask / stopTask, so a timeout really stops the command ----
+
+  ExecutionResult command(std::string_view cmd, const CommandOptions& o) {
+    const auto call = calls.begin(o.cancel);
+    std::unique_lock lock(exec_mutex);
+    const auto started = Clock::now();
+    std::string full;
+    if (o.cwd) full += "cd " + shell_quote(*o.cwd) + " && ";
+    for (const auto& [name, value] : o.env) {
+      const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                              std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+      if (!identifier)
+        return never_ran(std::string(cmd), "env: '" + bounded_text(name, 64) + "' is not a shell variable name (CommandOptions::env)",
+                         std::nullopt);
+      full += "export " + name + "=" + shell_quote(value) + "; ";
+    }
+    full += cmd;
+
+    const milliseconds budget = o.timeout.value_or(kDefaultCommandTimeout);
+    const bool bounded = budget.count() > 0;
+    const auto deadline = started + budget;
+    const auto started_task = invoke("startCommandExecution", {{"command", full}}, options.request_timeout,
+                                     call->token(), false);
+    if (auto failed = failure_of(started_task, std::string(cmd), "command")) return *failed;
+    const auto task_it = started_task.structured.find("taskId");
+    if (task_it == started_task.structured.end() || !task_it->is_string()) {
+      ExecutionResult r;
+      r.code = std::string(cmd);
+      r.status = ExecutionStatus::kUnknown;
+      r.failure = FailureDetail{"bedrock.no_task_id", false};
+      r.error = "command: startCommandExecution answered without a taskId";
+      return r;
+    }
+    const std::string task_id = task_it->get<std::string>();
+
+    Invocation last;
+    std::string task_status;
+    milliseconds poll{50};
+    bool timed_out = false, cancelled = false;
+    while (true) {
+      const milliseconds left = bounded ? std::chrono::duration_cast<milliseconds>(deadline - Clock::now()) : milliseconds(0);
+      if (bounded && left.count() <= 0) {
+        timed_out = true;
+        break;
+      }
+      last = invoke("getTask", {{"taskId", task_id}}, options.request_timeout, call->token(), true);
+      if (call->token().stop_requested()) {
+        cancelled = true;
+        break;
+      }
+      if (auto failed = failure_of(last, std::string(cmd), "command")) {
+        // The task was started: whatever breaks now, it may be running.
+        if (failed->status == ExecutionStatus::kError) {
+          failed->status = ExecutionStatus::kUnknown;
+          if (failed->failure) failed->failure->retry_safe = false;
+        }
+        stop_task(task_id);
+        return *failed;
+      }
+      const auto s = last.structured.find("taskStatus");
+      task_status = s != last.structured.end() && s->is_string() ? s->get<std::string>() : "";
+      if (task_status == "completed" || task_status == "failed" || task_status == "canceled") break;
+      const auto nap = bounded ? std::min(poll, std::max(milliseconds(1), left)) : poll;
+      if (!http::interruptible_sleep(nap, call->token())) {
+        cancelled = true;
+        break;
+      }
+      poll = std::min(milliseconds(500), poll * 3 / 2);
+    }
+
+    ExecutionResult r;
+    r.code = std::string(cmd);
+    detail::OutputStream out(o.on_stdout ? &o.on_stdout : nullptr, options.max_output_bytes);
+    detail::OutputStream err(o.on_stderr ? &o.on_stderr : nullptr, options.max_output_bytes);
+    bool callback_threw = false;
+    try {
+      // getTask reports everything so far; the callbacks get it line by line after the answer.
+      out.feed(last.out);
+      err.feed(last.err);
+      out.finish();
+      err.finish();
+    } catch (...) {
+      callback_threw = true;
+    }
+    r.truncated = out.truncated() || err.truncated();
+    r.stdout_text = out.take_text();
+    r.stderr_text = err.take_text();
+    r.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
+    if (timed_out || cancelled) {
+      stop_task(task_id);
+      if (timed_out) {
+        r.status = ExecutionStatus::kTimeout;
+        r.timeout_kind = TimeoutKind::kExecution;
+        r.error = "command: timed out after " + std::to_string(budget.count()) + " ms; the task was stopped";
+      } else {
+        r.status = ExecutionStatus::kUnknown;
+        r.failure = FailureDetail{"cancelled", false};
+        r.error = "command: cancelled after the command started; the task was stopped";
+      }
+      return r;
+    }
+    if (callback_threw) {
+      r.status = ExecutionStatus::kUnknown;
+      r.failure = FailureDetail{"callback.exception", false};
+      r.error = "an output callback threw; the call was cancelled";
+      return r;
+    }
+    const auto exit = last.structured.find("exitCode");
+    const std::optional<int> code = exit != last.structured.end() && exit->is_number_integer()
+                                        ? std::optional(exit->get<int>()) : std::nullopt;
+    if (task_status == "canceled") {
+      r.status = ExecutionStatus::kError;
+      r.exit_code = -1;
+      r.error = "command: the task was canceled";
+    } else {
+      // TaskStatus completed / failed (bedrock.md §3); the exit code decides.
+      r.exit_code = code.value_or(task_status == "completed" ? 0 : 1);
+      r.status = r.exit_code == 0 ? ExecutionStatus::kSuccess : ExecutionStatus::kError;
+      if (r.exit_code != 0) r.error = "exit status " + std::to_string(r.exit_code);
+    }
+    return r;
+  }
+
+  void stop_task(const std::string& task_id) {
+    const auto inv = invoke("stopTask", {{"taskId", task_id}}, options.request_timeout, {}, true);
+    if (!inv.exchange.success() || !inv.result_seen)
+      logger()->warn("bedrock: session {}: could not stop task {}", session_id, task_id);
+  }
+
+  // ---- packages ----
+
+  void install_packages(const Deadline& deadline, const std::vector<std::string>& packages) {
+    if (packages.empty()) return;
+    if (language != Language::kPython) {
+      logger()->warn("bedrock: additional_packages skipped: the session's language is {}, not python",
+                     to_string(language));
+      return;
+    }
+    std::string cmd = "python3 -m pip install --disable-pip-version-check -q --";
+    for (const auto& p : packages) cmd += " " + shell_quote(p);
+    CommandOptions install;
+    install.timeout = deadline.at ? std::optional(deadline.bound(milliseconds(0))) : std::optional(kNoTimeout);
+    install.cancel = options.cancel;
+    const auto result = command(cmd, install);
+    if (result.status == ExecutionStatus::kSuccess) return;
+    std::string detail = result.stderr_text.empty() ? result.error : result.stderr_text;
+    if (detail.size() > 2000) detail = detail.substr(detail.size() - 2000);
+    if (!stopped(stop(Deadline::after(std::nullopt, options.request_timeout * 2))))
+      logger()->warn("bedrock: could not stop session {} after a failed install", session_id);
+    calls.mark_terminated();
+    throw SandboxStartError("installing additional_packages failed (" + std::string(to_string(result.status)) + "): " +
+                                detail, Stage::kInstallPackages, ErrorKind::kInternal);
+  }
+};
+
+// ---- BedrockAgentCoreSandbox ----
+
+BedrockAgentCoreSandbox::BedrockAgentCoreSandbox(std::unique_ptr<Impl> impl, Language language,
+                                                 std::vector<std::string> packages)
+    : CodeInterpreterSandbox(language, std::move(packages)), impl_(std::move(impl)) {}
+
+std::unique_ptr<BedrockAgentCoreSandbox> BedrockAgentCoreSandbox::create(BedrockOptions options) {
+  const auto deadline = Deadline::after(options.create_timeout, kDefaultCreateTimeout);
+  const Language language = options.language;
+  auto packages = options.additional_packages;
+  auto impl = std::make_unique<Impl>(std::move(options));
+  impl->start(deadline);
+  std::unique_ptr<BedrockAgentCoreSandbox> sandbox(
+      new BedrockAgentCoreSandbox(std::move(impl), language, std::move(packages)));
+  sandbox->impl_->install_packages(deadline, sandbox->additional_packages());
+  return sandbox;
+}
+
+BedrockAgentCoreSandbox::~BedrockAgentCoreSandbox() {
+  if (impl_->calls.terminated()) return;
+  try {
+    do_terminate(std::nullopt);
+  } catch (const std::exception& e) {
+    logger()->warn("bedrock: session {} could not be stopped on destruction: {}", impl_->session_id, e.what());
+  } catch (...) {
+    logger()->warn("bedrock: session {} could not be stopped on destruction", impl_->session_id);
+  }
+}
+
+std::optional<std::string> BedrockAgentCoreSandbox::sandbox_id() const { return impl_->session_id; }
+
+Capabilities BedrockAgentCoreSandbox::capabilities() const {
+  Capabilities c;
+  c.stateful = true;
+  c.shell_commands = true;
+  c.file_download = true;
+  c.filesystem = true;
+  c.packages = true;
+  c.network = false;    // the built-in interpreter's SANDBOX network mode reaches S3 and DNS only (bedrock.md §1)
+  c.interrupt = false;  // an executeCode cannot be stopped
+  c.languages = {Language::kPython, Language::kJavaScript, Language::kTypeScript};
+  c.upload_dir = "files";  // relative: the service rejects absolute paths (bedrock.md §3)
+  return c;
+}
+
+std::string BedrockAgentCoreSandbox::session_status() {
+  const auto call = impl_->calls.begin();
+  auto status = impl_->status_of_session(impl_->options.request_timeout);
+  if (!status)
+    throw SandboxExecutionError("GetCodeInterpreterSession failed", Stage::kExecute, ErrorKind::kUnavailable);
+  return *status;
+}
+
+ExecutionResult BedrockAgentCoreSandbox::do_execute_code(std::string_view code, const ExecuteOptions& options) {
+  return impl_->execute(code, options);
+}
+
+ExecutionResult BedrockAgentCoreSandbox::do_execute_command(std::string_view command, const CommandOptions& options) {
+  return impl_->command(command, options);
+}
+
+void BedrockAgentCoreSandbox::do_set_timeout(std::chrono::seconds lease) {
+  const auto call = impl_->calls.begin();
+  // A session's lifetime is fixed at start; nothing extends it (bedrock.md §1).
+  logger()->debug("bedrock: set_timeout({} s) ignored: session {} ends {} s after its start", lease.count(),
+                  impl_->session_id, impl_->options.session_timeout.count());
+}
+
+void BedrockAgentCoreSandbox::do_write_file(std::string_view path, std::string_view data) {
+  const auto call = impl_->calls.begin();
+  impl_->write(path, data, call->token());
+}
+
+std::string BedrockAgentCoreSandbox::do_read_file(std::string_view path) {
+  const auto call = impl_->calls.begin();
+  return impl_->read(path, call->token());
+}
+
+std::vector<FileInfo> BedrockAgentCoreSandbox::do_list_files(std::string_view dir) {
+  const auto call = impl_->calls.begin();
+  const auto inv = impl_->file_tool("listFiles", {{"directoryPath", dir}}, call->token(), true);
+  if (!(inv.exchange.success() && inv.result_seen && !inv.is_error && !inv.exception))
+    impl_->throw_tool_error(inv, Stage::kDownload, "list_files");
+  std::vector<FileInfo> files;
+  for (const auto& block : inv.content) {
+    if (!block.is_object() || block.value("type", "") != "resource_link") continue;
+    FileInfo info;
+    info.name = block.value("name", "");
+    std::string uri = block.value("uri", "");
+    if (uri.rfind("file:///", 0) == 0) uri = uri.substr(8);
+    else if (uri.rfind("file://", 0) == 0) uri = uri.substr(7);
+    info.path = uri;
+    info.is_directory = block.value("description", "") == "Directory" || block.value("mimeType", "") == "inode/directory";
+    if (const auto size = block.find("size"); size != block.end() && size->is_number_unsigned()) info.size = size->get<std::uint64_t>();
+    files.push_back(std::move(info));
+  }
+  return files;
+}
+
+void BedrockAgentCoreSandbox::do_remove_file(std::string_view path) {
+  const auto call = impl_->calls.begin();
+  const auto inv = impl_->file_tool("removeFiles", {{"paths", json::array({path})}}, call->token(), false);
+  if (!(inv.exchange.success() && inv.result_seen && !inv.is_error && !inv.exception))
+    impl_->throw_tool_error(inv, Stage::kUpload, "remove_file");
+}
+
+void BedrockAgentCoreSandbox::do_make_dir(std::string_view path) {
+  const auto call = impl_->calls.begin();
+  impl_->make_directory(path, call->token());
+}
+
+std::optional<std::string> BedrockAgentCoreSandbox::do_download_file(std::string_view path, Timeout timeout) {
+  const auto call = impl_->calls.begin();
+  try {
+    return impl_->read(path, call->token(), timeout);
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+bool BedrockAgentCoreSandbox::do_download_file_to(std::string_view path, const std::filesystem::path& destination,
+                                                  Timeout timeout) {
+  // The service returns a file inside one JSON answer, so it is read whole, then written beside the destination
+  // and renamed into place.
+  auto bytes = do_download_file(path, timeout);
+  if (!bytes) return false;
+  std::random_device device;
+  const auto partial = std::filesystem::path(destination.string() + ".part-" + std::to_string(device()));
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+    if (!out) {
+      std::error_code ec;
+      std::filesystem::remove(partial, ec);
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(partial, destination, ec);
+  if (ec) std::filesystem::remove(partial, ec);
+  return !ec;
+}
+
+void BedrockAgentCoreSandbox::do_terminate(Timeout timeout) {
+  if (!impl_->calls.cancel_all()) return;
+  const auto ex = impl_->stop(Deadline::after(timeout, impl_->options.request_timeout * 2));
+  if (Impl::stopped(ex)) {
+    impl_->calls.mark_terminated();
+    return;
+  }
+  impl_->throw_service_error<SandboxTerminateError>(ex, Stage::kTerminate, "StopCodeInterpreterSession");
+}
+
+}  // namespace code_interpreter

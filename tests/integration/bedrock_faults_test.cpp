@@ -1,0 +1,241 @@
+// One test per fault directive of the local AgentCore server (tests/servers/bedrock/README.md): the exact result
+// fields for invoke faults, the exact exception for session start / stop faults. No session may be left alive.
+#include <catch2/catch.hpp>
+
+#include "bedrock_test_support.hpp"
+
+using namespace code_interpreter;
+using namespace std::chrono_literals;
+using code_interpreter::test::BedrockServer;
+using nlohmann::json;
+
+namespace {
+
+void check_unknown(const ExecutionResult& r, std::string_view type) {
+  CHECK(r.status == ExecutionStatus::kUnknown);
+  CHECK(r.exit_code == -1);
+  CHECK_FALSE(r.timeout_kind);
+  CHECK_FALSE(r.state_lost);
+  REQUIRE(r.failure);
+  CHECK(r.failure->exception_type == type);
+  CHECK_FALSE(r.failure->retry_safe);
+}
+
+void check_refused(const ExecutionResult& r, std::string_view type, bool state_lost = false) {
+  CHECK(r.status == ExecutionStatus::kError);
+  CHECK(r.exit_code == -1);
+  CHECK_FALSE(r.timeout_kind);
+  CHECK(r.state_lost == state_lost);
+  REQUIRE(r.failure);
+  CHECK(r.failure->exception_type == type);
+  CHECK(r.failure->retry_safe);
+}
+
+json invoke_fault(json directive) {
+  directive["operation"] = "invoke";
+  directive["tool"] = "executeCode";
+  return directive;
+}
+
+}  // namespace
+
+// ---- start / stop ----
+
+TEST_CASE("bedrock start: 429 throttling is retried with the same clientToken and succeeds", "[bedrock][faults]") {
+  BedrockServer server;
+  server.fault({{"operation", "start"}, {"action", "status"}, {"status", 429}, {"retry_after", 1}});
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  const auto starts = server.requests("start");
+  REQUIRE(starts.size() == 2);
+  CHECK(server.alive().size() == 1);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock start: 5xx on every attempt is a transient SandboxStartError", "[bedrock][faults]") {
+  BedrockServer server;
+  server.fault({{"operation", "start"}, {"action", "status"}, {"status", 500}, {"count", -1}});
+  try {
+    (void)BedrockAgentCoreSandbox::create(server.options());
+    FAIL("start must throw");
+  } catch (const SandboxStartError& e) {
+    CHECK(e.stage() == Stage::kCreate);
+    CHECK(e.kind() == ErrorKind::kUnavailable);
+    CHECK(e.transient());
+  }
+  CHECK(server.requests("start").size() == 3);
+  CHECK(server.alive().empty());
+}
+
+TEST_CASE("bedrock start: a lost answer is retried with the same clientToken: one session", "[bedrock][faults]") {
+  BedrockServer server;
+  server.fault({{"operation", "start"}, {"action", "reset"}, {"when", "before"}});
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  CHECK(server.requests("start").size() == 2);
+  CHECK(server.alive() == std::vector<std::string>{*sandbox->sandbox_id()});  // the same session both times
+  sandbox->terminate();
+  CHECK(server.alive().empty());
+}
+
+TEST_CASE("bedrock start: 402 quota exceeded is not transient", "[bedrock][faults]") {
+  BedrockServer server;
+  server.fault({{"operation", "start"}, {"action", "status"}, {"status", 402}});
+  try {
+    (void)BedrockAgentCoreSandbox::create(server.options());
+    FAIL("start must throw");
+  } catch (const SandboxStartError& e) {
+    CHECK(e.kind() == ErrorKind::kQuotaExceeded);
+    CHECK_FALSE(e.transient());
+  }
+  CHECK(server.requests("start").size() == 1);
+}
+
+TEST_CASE("bedrock stop: failure after retries throws SandboxTerminateError and keeps the handle",
+          "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault({{"operation", "stop"}, {"action", "status"}, {"status", 503}, {"count", -1}});
+  try {
+    sandbox->terminate();
+    FAIL("terminate must throw");
+  } catch (const SandboxTerminateError& e) {
+    CHECK(e.stage() == Stage::kTerminate);
+    CHECK(e.kind() == ErrorKind::kUnavailable);
+    CHECK(e.transient());
+  }
+  CHECK(server.requests("stop").size() == 3);
+  CHECK(sandbox->execute_code("print(1)").stdout_text == "1\n");
+  server.clear_faults();
+  sandbox->terminate();
+  CHECK(server.alive().empty());
+}
+
+// ---- invoke ----
+
+TEST_CASE("bedrock invoke: 429 before the stream is ERROR retry_safe aws.ThrottlingException, not retried",
+          "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "status"}, {"status", 429}}));
+  check_refused(sandbox->execute_code("print(1)"), "aws.ThrottlingException");
+  CHECK(server.requests("invoke", "executeCode").size() == 1);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: a throttlingException as the first frame: the code never ran", "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "exception_first"}}));
+  check_refused(sandbox->execute_code("open('ran.txt', 'w').write('x')"), "aws.ThrottlingException");
+  CHECK(sandbox->download_file("ran.txt") == std::nullopt);
+  CHECK(server.requests("invoke", "executeCode").size() == 1);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: exception names are matched case-insensitively", "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "exception_first"}, {"exception_type", "ResourceNotFoundException"}}));
+  check_refused(sandbox->execute_code("1"), "aws.ResourceNotFoundException", true);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: an exception after a result is UNKNOWN", "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "exception_after"}}));
+  const auto r = sandbox->execute_code("print('ran')");
+  check_unknown(r, "aws.InternalServerException");
+  CHECK(r.stdout_text == "ran\n");
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: error frames: first → ERROR never ran; after a result → UNKNOWN", "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "error_frame"}, {"after", 0}}));
+  check_refused(sandbox->execute_code("1"), "aws.InternalFailure");
+  server.fault(invoke_fault({{"action", "error_frame"}, {"after", 1}}));
+  check_unknown(sandbox->execute_code("1"), "aws.InternalFailure");
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: corrupted CRCs are UNKNOWN eventstream errors", "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "bad_crc"}, {"crc", "message"}}));
+  check_unknown(sandbox->execute_code("1"), "eventstream.message_crc");
+  server.fault(invoke_fault({{"action", "bad_crc"}, {"crc", "prelude"}}));
+  check_unknown(sandbox->execute_code("1"), "eventstream.prelude_crc");
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: a frame cut short inside a complete body is UNKNOWN eventstream.truncated",
+          "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "truncated"}}));
+  check_unknown(sandbox->execute_code("1"), "eventstream.truncated");
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: resets: before an answer or after headers the request was sent: UNKNOWN",
+          "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "reset"}, {"when", "before"}}));
+  const auto before = sandbox->execute_code("1");
+  CHECK(before.status == ExecutionStatus::kUnknown);
+  REQUIRE(before.failure);
+  CHECK_FALSE(before.failure->retry_safe);
+  server.fault(invoke_fault({{"action", "reset"}, {"when", "after_headers"}}));
+  check_unknown(sandbox->execute_code("1"), "curl.PARTIAL_FILE");
+  server.fault(invoke_fault({{"action", "reset"}, {"when", "after_first_frame"}}));
+  const auto after = sandbox->execute_code("print('kept')");
+  check_unknown(after, "curl.PARTIAL_FILE");
+  CHECK(after.stdout_text == "kept\n");
+  CHECK(server.requests("invoke", "executeCode").size() == 3);  // never re-sent
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: a stall is TIMEOUT/execution at the budget", "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  ExecuteOptions options;
+  options.timeout = 1s;
+  server.fault(invoke_fault({{"action", "stall"}, {"when", "after_headers"}}));
+  const auto r = sandbox->execute_code("1", options);
+  CHECK(r.status == ExecutionStatus::kTimeout);
+  CHECK(r.timeout_kind == TimeoutKind::kExecution);
+  CHECK_FALSE(r.failure);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: frames split byte by byte and unknown events still give the result", "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "split"}, {"mode", "bytes"}}));
+  CHECK(sandbox->execute_code("print('split')").stdout_text == "split\n");
+  server.fault(invoke_fault({{"action", "unknown_event"}}));
+  const auto r = sandbox->execute_code("print('after unknown')");
+  CHECK(r.status == ExecutionStatus::kSuccess);
+  CHECK(r.stdout_text == "after unknown\n");
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: a session that expired before the call: ERROR, retry_safe, state_lost",
+          "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "expire_session"}}));
+  check_refused(sandbox->execute_code("1"), "aws.ResourceNotFoundException", true);
+  sandbox->terminate();
+  CHECK(server.alive().empty());
+}
+
+TEST_CASE("bedrock command: a throttled task start never ran: ERROR retry_safe", "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault({{"operation", "invoke"}, {"tool", "startCommandExecution"}, {"action", "exception_first"}});
+  check_refused(sandbox->execute_command("echo hi"), "aws.ThrottlingException");
+  sandbox->terminate();
+}
