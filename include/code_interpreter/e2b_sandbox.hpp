@@ -37,7 +37,8 @@ struct E2BOptions {
   /// <= 0: none.
   Timeout create_timeout;
   std::chrono::milliseconds request_timeout{std::chrono::seconds(60)};  ///< per control-plane / file request
-  std::size_t max_output_bytes = std::size_t{10} << 20;  ///< per-stream cap of stdout_text / stderr_text
+  /// Per-stream cap of stdout_text / stderr_text, and of the rich results' total size (later ones are dropped).
+  std::size_t max_output_bytes = std::size_t{10} << 20;
   std::size_t max_line_bytes = std::size_t{16} << 20;    ///< a longer NDJSON line or envelope is hostile
   std::size_t max_download_bytes = std::size_t{1} << 30; ///< download_file / read_file refuse larger files
   std::stop_token cancel;                   ///< cancels create / connect

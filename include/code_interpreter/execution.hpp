@@ -154,7 +154,7 @@ struct CODE_INTERPRETER_EXPORT ExecutionResult {
   std::vector<RichResult> results;                    ///< rich outputs; the last expression's value is main
   std::optional<TimeoutKind> timeout_kind;            ///< set exactly when status is kTimeout
   bool state_lost = false;  ///< the interpreter's state (variables, files) was lost during or before this call
-  bool truncated = false;   ///< stdout_text or stderr_text was cut at the output cap
+  bool truncated = false;   ///< stdout_text or stderr_text was cut at the output cap (or rich results dropped)
 
   /// The text a person (or a language model) should read: stdout, stderr, the error (the traceback if any), the
   /// main result's text/plain and "[output truncated]" if truncated. Each non-empty part has its trailing newlines

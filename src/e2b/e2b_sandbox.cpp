@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <mutex>
 #include <random>
 #include <set>
@@ -83,15 +84,20 @@ std::string_view language_name(Language language) {
   return "python";
 }
 
-// The service's own words from an error body: `message` of a JSON body, else the text itself; bounded and made
-// valid UTF-8, since the body is untrusted.
-std::string service_message(std::string_view body) {
+// The service's own words from an error body: `message` of a JSON body, else the text itself; each secret
+// replaced (before the cut, so no piece of one survives), bounded and made valid UTF-8, since the body is untrusted.
+std::string service_message(std::string_view body, std::initializer_list<std::string_view> secrets = {}) {
   std::string text(body);
   const json parsed = json::parse(body, nullptr, false);
   if (parsed.is_object()) {
     if (const auto it = parsed.find("message"); it != parsed.end() && it->is_string()) text = it->get<std::string>();
   } else if (parsed.is_string()) {
     text = parsed.get<std::string>();
+  }
+  for (const auto secret : secrets) {
+    if (secret.empty()) continue;
+    for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at))
+      text.replace(at, secret.size(), "[redacted]");
   }
   if (text.size() > 300) text = text.substr(0, detail::utf8_safe_cut(text, 300)) + "...";
   std::string clean;
@@ -142,6 +148,15 @@ void apply_fault(e2b::StreamFault fault, const std::string& detail, ExecutionRes
   r.error = "the sandbox's answer was not the protocol: " + detail;
 }
 
+// A status that is neither the stream (200) nor a refusal (>= 400): unclassifiable, so cautious (design.md §1.2).
+void unexpected_status(int status, std::string_view what, ExecutionResult& r) {
+  r.status = ExecutionStatus::kUnknown;
+  r.exit_code = -1;
+  r.timeout_kind.reset();
+  r.failure = FailureDetail{"http." + std::to_string(status), false};
+  r.error = std::string(what) + ": unexpected HTTP " + std::to_string(status) + "; the code may have run";
+}
+
 ErrorKind connect_error_kind(std::string_view code) {
   if (code == "not_found") return ErrorKind::kNotFound;
   if (code == "invalid_argument" || code == "already_exists" || code == "failed_precondition" || code == "out_of_range")
@@ -177,8 +192,9 @@ struct E2BSandbox::Impl {
     if (!key || key->empty())
       throw SandboxStartError("no E2B API key: set E2BOptions::api_key or E2B_API_KEY", Stage::kConfigure,
                               ErrorKind::kUnauthenticated);
-    if (key->find_first_of("\r\n") != std::string::npos)
-      throw SandboxStartError("the E2B API key contains a line break", Stage::kConfigure, ErrorKind::kInvalidArgument);
+    if (key->find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
+      throw SandboxStartError("the E2B API key contains a line break or NUL", Stage::kConfigure,
+                              ErrorKind::kInvalidArgument);
     api_key = std::move(*key);
     domain = options.domain ? *options.domain : from_env("E2B_DOMAIN").value_or("e2b.app");
     api_url = without_trailing_slash(options.api_url ? *options.api_url
@@ -194,6 +210,10 @@ struct E2BSandbox::Impl {
     if (options.lifetime.count() <= 0)
       throw SandboxStartError("the sandbox lifetime must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
   }
+
+  // The service's own words from an error body, with our secrets taken out: a hostile or careless service may
+  // echo the API key or the envd token it was sent (design.md §1.3: secrets never reach an error or a result).
+  std::string service_text(std::string_view body) const { return service_message(body, {api_key, access_token}); }
 
   // ---- requests ----
 
@@ -234,7 +254,7 @@ struct E2BSandbox::Impl {
   // ---- create / connect ----
 
   [[noreturn]] void throw_start_error(const http::Exchange& ex, Stage stage, std::string_view what) {
-    const std::string said = ex.ok() ? service_message(ex.response.body) : std::string();
+    const std::string said = ex.ok() ? service_text(ex.response.body) : std::string();
     const auto cause = http::to_transport_error(ex, what, said);
     if (ex.failure == http::Failure::kCancelled)
       throw_nested(SandboxStartError(std::string(what) + " was cancelled", stage, ErrorKind::kUnknown), cause);
@@ -283,7 +303,7 @@ struct E2BSandbox::Impl {
       throw SandboxStartError("the E2B API answered without a usable sandboxID", stage, ErrorKind::kInternal);
     id = *sandbox_id;
     if (const auto t = answer.find("envdAccessToken"); t != answer.end() && t->is_string()) access_token = t->get<std::string>();
-    if (access_token.find_first_of("\r\n") != std::string::npos) access_token.clear();
+    if (access_token.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) access_token.clear();
     if (const auto v = answer.find("envdVersion"); v != answer.end() && v->is_string()) envd_version = v->get<std::string>();
     if (const auto d = answer.find("domain"); d != answer.end() && d->is_string() && !d->get<std::string>().empty())
       domain = d->get<std::string>();
@@ -294,6 +314,8 @@ struct E2BSandbox::Impl {
     hooks.sleep = [deadline](milliseconds delay, std::stop_token cancel) {
       return deadline.allows(delay) && http::interruptible_sleep(delay, cancel);
     };
+    // Each attempt gets only what is left: a Retry-After sleep must not extend a later attempt past the deadline.
+    hooks.prepare = [deadline](http::Request& request) { request.timeout = deadline.bound(request.timeout); };
     return hooks;
   }
 
@@ -352,7 +374,7 @@ struct E2BSandbox::Impl {
       logger()->error("e2b: a create may have made a sandbox that could not be killed; it carries metadata {}={}",
                   kClientTokenKey, token);
     if (ex.ok() && ex.response.status == 404) {
-      const auto said = service_message(ex.response.body);
+      const auto said = service_text(ex.response.body);
       throw_nested(TemplateBuildError("E2B template '" + options.template_id + "' does not exist: " + said,
                                       Stage::kTemplateBuild, ErrorKind::kNotFound),
                    http::to_transport_error(ex, "create", said));
@@ -439,7 +461,7 @@ struct E2BSandbox::Impl {
   }
 
   [[noreturn]] void throw_file_error(const http::Exchange& ex, Stage stage, std::string_view what) {
-    std::string said = ex.ok() ? service_message(ex.response.body) : std::string();
+    std::string said = ex.ok() ? service_text(ex.response.body) : std::string();
     ErrorKind kind = http::error_kind(ex);
     std::string message = std::string(what) + " failed";
     if (ex.ok() && is_gone_answer(ex.response.status, ex.response.body)) {
@@ -493,7 +515,7 @@ struct E2BSandbox::Impl {
         // The code has not run: whatever broke, a retry cannot duplicate it (uploads overwrite).
         const auto verdict = http::classify(ex, TimeoutKind::kRequest, "upload");
         const bool gone = ex.ok() && is_gone_answer(ex.response.status, ex.response.body);
-        auto failed = never_ran(r.code, verdict.message + (ex.ok() ? ": " + service_message(ex.response.body) : ""),
+        auto failed = never_ran(r.code, verdict.message + (ex.ok() ? ": " + service_text(ex.response.body) : ""),
                                 FailureDetail{verdict.failure ? verdict.failure->exception_type
                                                               : "curl." + ex.curl_code, true});
         failed.state_lost = gone;
@@ -540,13 +562,18 @@ struct E2BSandbox::Impl {
       finish_code_result(r);
       return r;
     }
+    if (ex.ok() && ex.response.status < 400) {
+      // Neither the stream nor a refusal (a 201, 204, redirect...): nothing says the code did not run.
+      unexpected_status(ex.response.status, "execute", r);
+      return r;
+    }
     if (ex.ok()) {
       // Answered before running: the service refused (400 both context and language, 404 unknown context...).
       const bool gone = is_gone_answer(ex.response.status, error_body);
       auto refused = never_ran(r.code,
                                gone ? "the sandbox is gone (it expired or was killed)"
                                     : "execute refused: HTTP " + std::to_string(ex.response.status) + ": " +
-                                          service_message(error_body),
+                                          service_text(error_body),
                                FailureDetail{"http." + std::to_string(ex.response.status), true});
       refused.state_lost = gone;
       refused.duration = r.duration;
@@ -660,12 +687,16 @@ struct E2BSandbox::Impl {
       apply_fault(stream.fault(), stream.fault_detail(), r);
       return r;
     }
+    if (ex.ok() && ex.response.status != 200 && ex.response.status < 400) {
+      unexpected_status(ex.response.status, "command", r);
+      return r;
+    }
     if (ex.ok() && ex.response.status != 200) {
       const bool gone = is_gone_answer(ex.response.status, error_body);
       auto refused = never_ran(r.code,
                                gone ? "the sandbox is gone (it expired or was killed)"
                                     : "command refused: HTTP " + std::to_string(ex.response.status) + ": " +
-                                          service_message(error_body),
+                                          service_text(error_body),
                                FailureDetail{"http." + std::to_string(ex.response.status), true});
       refused.state_lost = gone;
       refused.duration = r.duration;
@@ -700,7 +731,7 @@ struct E2BSandbox::Impl {
     }
     if (!stream.stream_error().empty()) {
       const std::string type = "connect." + stream.stream_error();
-      const std::string said = "command: " + stream.stream_error() + ": " + service_message(stream.stream_error_message());
+      const std::string said = "command: " + stream.stream_error() + ": " + service_text(stream.stream_error_message());
       if (!stream.started()) {
         auto refused = never_ran(r.code, said, FailureDetail{type, true});
         refused.duration = r.duration;
@@ -810,7 +841,7 @@ void E2BSandbox::do_set_timeout(std::chrono::seconds lease) {
   request.cancel = call->token();
   const auto ex = http::perform_with_retries(impl_->client, request);
   if (!ex.success()) {
-    const std::string said = ex.ok() ? service_message(ex.response.body) : std::string();
+    const std::string said = ex.ok() ? impl_->service_text(ex.response.body) : std::string();
     const auto cause = http::to_transport_error(ex, "set_timeout", said);
     throw_nested(SandboxExecutionError(std::string("set_timeout failed: ") + cause.what(), Stage::kSetTimeout,
                                        http::error_kind(ex)), cause);
@@ -940,7 +971,7 @@ void E2BSandbox::do_terminate(Timeout timeout) {
     impl_->calls.mark_terminated();
     return;
   }
-  const std::string said = ex.ok() ? service_message(ex.response.body) : std::string();
+  const std::string said = ex.ok() ? impl_->service_text(ex.response.body) : std::string();
   const auto cause = http::to_transport_error(ex, "terminate", said);
   throw_nested(SandboxTerminateError("terminate failed; the sandbox " + impl_->id + " may still be running: " +
                                          cause.what(), Stage::kTerminate, http::error_kind(ex)), cause);

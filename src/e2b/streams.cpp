@@ -1,5 +1,7 @@
 #include "e2b/streams.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "core/base64.hpp"
@@ -53,7 +55,8 @@ ExecuteStream::ExecuteStream(const std::function<void(std::string_view)>* on_std
                              std::size_t max_line)
     : out_(on_stdout, max_output),
       err_(on_stderr, max_output),
-      lines_([this](std::string_view line) { return on_line(line); }, max_line) {}
+      lines_([this](std::string_view line) { return on_line(line); }, max_line),
+      results_cap_(max_output) {}
 
 bool ExecuteStream::fail(StreamFault fault, std::string detail) {
   if (fault_ == StreamFault::kNone) {
@@ -124,7 +127,15 @@ bool ExecuteStream::on_line(std::string_view line) {
           if (mime.find('/') != std::string::npos) result.data.emplace(mime, as_text(value));
       const auto main = event.find("is_main_result");
       result.is_main_result = main != event.end() && main->is_boolean() && main->get<bool>();
-      results_.push_back(std::move(result));
+      std::size_t size = 0;
+      for (const auto& [mime, data] : result.data) size += mime.size() + data.size();
+      // Past the cap a result is dropped, like output past it: the result says so with `truncated`.
+      if (size > results_cap_ - std::min(results_cap_, results_bytes_)) {
+        results_truncated_ = true;
+      } else {
+        results_bytes_ += size;
+        results_.push_back(std::move(result));
+      }
     } else if (*type == "error") {
       if (!error_) {  // at most one per execution (e2b.md §5.2)
         CodeError error;
@@ -152,7 +163,7 @@ bool ExecuteStream::on_line(std::string_view line) {
 }
 
 void ExecuteStream::collect(ExecutionResult& result) {
-  result.truncated = out_.truncated() || err_.truncated();
+  result.truncated = out_.truncated() || err_.truncated() || results_truncated_;
   result.stdout_text = out_.take_text();
   result.stderr_text = err_.take_text();
   result.results = std::move(results_);

@@ -47,6 +47,9 @@ class ExecuteStream {
   detail::OutputStream out_, err_;
   http::LineDecoder lines_;
   std::vector<RichResult> results_;
+  std::size_t results_cap_;        // rich results share the per-stream output cap: memory stays bounded
+  std::size_t results_bytes_ = 0;
+  bool results_truncated_ = false;
   std::optional<CodeError> error_;
   StreamFault fault_ = StreamFault::kNone;
   std::string fault_detail_;

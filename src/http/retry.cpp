@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 
 #include "http/outcome.hpp"
 
@@ -35,7 +36,9 @@ Exchange perform_with_retries(HttpClient& client, const Request& request, const 
   int attempt = 0;
   while (true) {
     ++attempt;
-    Exchange exchange = client.perform(request);
+    std::optional<Request> prepared;
+    if (hooks.prepare) hooks.prepare(prepared.emplace(request));
+    Exchange exchange = client.perform(prepared ? *prepared : request);
     if (attempts) *attempts = attempt;
     const bool failed = !exchange.success();
     const bool retryable =

@@ -38,6 +38,9 @@ struct RetryHooks {
   /// Returning false stops retrying and returns that exchange.
   std::function<bool(const Exchange&)> before_retry;
   SleepFunction sleep;  ///< default: interruptible_sleep
+  /// Adjusts each attempt's own copy of the request before it is sent (e.g. bounds its timeout by what is left of
+  /// an overall deadline, so later attempts cannot outlast it). Unset: every attempt sends the request as given.
+  std::function<void(Request&)> prepare;
 };
 
 /// Performs `request` up to policy.max_attempts times while the exchange is retryable. Returns the last

@@ -15,6 +15,8 @@ namespace {
 
 // A service's error text is untrusted and may be long; a bounded excerpt is enough to act on.
 constexpr std::size_t kMaxServiceMessage = 500;
+// Deeper JSON in a reply is hostile (see post_json).
+constexpr int kMaxNesting = 1000;
 
 template <typename Cause>
 [[noreturn]] void throw_lm_error(std::string message, Stage stage, ErrorKind kind, Cause cause) {
@@ -115,7 +117,19 @@ nlohmann::json post_json(const LMHttpCall& call, std::stop_token cancel) {
   const http::Exchange exchange = http::perform_with_retries(http::HttpClient::shared(), request, policy, hooks,
                                                              &attempts);
   if (exchange.success()) {
-    nlohmann::json body = nlohmann::json::parse(exchange.response.body, nullptr, /*allow_exceptions=*/false);
+    // Parsing is iterative but serializing (dump) recurses once per level, and tool arguments sent as a JSON value
+    // are serialized back to text: a hostile depth would overflow the stack there. No real reply nests this deep.
+    bool too_deep = false;
+    const nlohmann::json::parser_callback_t depth_check = [&too_deep](int depth, nlohmann::json::parse_event_t what,
+                                                                      nlohmann::json&) {
+      if ((what == nlohmann::json::parse_event_t::object_start || what == nlohmann::json::parse_event_t::array_start) &&
+          depth >= kMaxNesting)
+        too_deep = true;
+      return !too_deep;
+    };
+    nlohmann::json body =
+        nlohmann::json::parse(exchange.response.body, depth_check, /*allow_exceptions=*/false);
+    if (too_deep) throw_malformed(call.operation, "the body is nested too deeply");
     if (body.is_discarded() || !body.is_object()) throw_malformed(call.operation, "the body is not a JSON object");
     return body;
   }

@@ -1,8 +1,16 @@
 // One test per fault directive of the local E2B server (tests/servers/e2b/README.md): the exact result fields for
 // execute and command faults, the exact exception for create and terminate faults, and output received before a
-// fault kept. No sandbox may be left alive.
+// fault kept. No sandbox may be left alive. Then a hostile service (raw bytes from a scripted local server) and
+// careless use.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "../unit/local_http_server.hpp"
 #include "e2b_test_support.hpp"
 
 using namespace code_interpreter;
@@ -351,5 +359,405 @@ TEST_CASE("files: a failed upload means the code never ran: ERROR, retry_safe", 
   server.fault({{"surface", "envd"}, {"method", "GET"}, {"path", "/files"}, {"action", "cut_mid_line"}, {"count", -1}});
   sandbox->write_file("/home/user/big.bin", std::string(100000, 'z'));
   CHECK(sandbox->download_file("/home/user/big.bin") == std::nullopt);
+  sandbox->terminate();
+}
+
+// ---- a hostile service: raw bytes from a scripted local server (tests/unit/local_http_server.hpp) ----
+
+
+namespace {
+
+using test::LocalHttpServer;
+using test::ReceivedRequest;
+using test::ServerConnection;
+
+// A control plane and sandbox on one port that answers like E2B, except where `on_execute` / `on_create` say.
+class HostileE2B {
+ public:
+  using Script = std::function<void(ServerConnection&, const ReceivedRequest&)>;
+  Script on_execute;
+  Script on_create;
+
+  HostileE2B()
+      : server_([this](ServerConnection& c, int) {
+          while (auto request = c.read_request()) {
+            server_.record(*request);
+            const auto& t = request->target;
+            if (request->method == "POST" && t == "/v2/sandboxes") {
+              if (on_create) return on_create(c, *request);
+              c.respond(201,
+                        R"({"sandboxID":"hostile0000000000000a","envdAccessToken":"envd-secret-token",)"
+                        R"("envdVersion":"0.6.13"})",
+                        "Content-Type: application/json\r\n");
+            } else if (request->method == "DELETE") {
+              c.respond(204, "");
+            } else if (t == "/execute" && on_execute) {
+              return on_execute(c, *request);
+            } else if (t.rfind("/v2/sandboxes?", 0) == 0) {
+              c.respond(200, "[]", "Content-Type: application/json\r\n");
+            } else {
+              c.respond(404, R"({"code":404,"message":"nope"})", "Content-Type: application/json\r\n");
+            }
+          }
+        }) {}
+
+  [[nodiscard]] E2BOptions options() const {
+    E2BOptions o;
+    o.api_key = test::kTestApiKey;
+    o.api_url = server_.url("");
+    o.sandbox_url = server_.url("");
+    return o;
+  }
+  LocalHttpServer& server() { return server_; }
+
+ private:
+  LocalHttpServer server_;
+};
+
+std::string chunk(std::string_view data) {
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return std::string(size) + std::string(data) + "\r\n";
+}
+constexpr std::string_view kStreamHead = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+}  // namespace
+
+TEST_CASE("hostile execute: endless result events stay within the output cap", "[e2b][hostile]") {
+  HostileE2B e2b;
+  std::atomic<std::size_t> sent{0};
+  e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) {
+    c.write(kStreamHead);
+    const std::string line = R"({"type": "result", "png": ")" + std::string(1 << 20, 'A') + "\"}\n";
+    // 64 MiB of results in total, far beyond the 1 MiB output cap set below.
+    for (int i = 0; i < 64; ++i) {
+      c.write(chunk(line));
+      sent += line.size();
+    }
+    c.write(chunk(R"({"type": "end_of_execution"})" "\n"));
+    c.write("0\r\n\r\n");
+  };
+  auto options = e2b.options();
+  options.max_output_bytes = 1 << 20;
+  auto sandbox = E2BSandbox::create(options);
+  const auto r = sandbox->execute_code("x");
+  std::size_t kept = 0;
+  for (const auto& result : r.results)
+    for (const auto& [mime, data] : result.data) kept += data.size();
+  CHECK(sent.load() > std::size_t{60} << 20);
+  CHECK(kept <= std::size_t{2} << 20);
+  CHECK(r.truncated);
+  sandbox->terminate();
+}
+
+TEST_CASE("hostile execute: a 2xx or 3xx other than 200 is UNKNOWN, never a retry-safe ERROR", "[e2b][hostile]") {
+  for (const int status : {201, 204, 302}) {
+    HostileE2B e2b;
+    e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) {
+      c.respond(status, R"({"type": "stdout", "text": "ran\n"})" "\n",
+                "Location: http://127.0.0.1:1/elsewhere\r\n");
+    };
+    auto sandbox = E2BSandbox::create(e2b.options());
+    const auto r = sandbox->execute_code("x");
+    INFO("status " << status);
+    check_unknown(r, "http." + std::to_string(status));
+    sandbox->terminate();
+  }
+}
+
+TEST_CASE("hostile create: Retry-After and retries cannot stretch create past create_timeout", "[e2b][hostile]") {
+  HostileE2B e2b;
+  std::atomic<int> creates{0};
+  e2b.on_create = [&](ServerConnection& c, const ReceivedRequest&) {
+    if (creates++ == 0) {
+      c.respond(429, R"({"code":429,"message":"slow down"})", "Retry-After: 2\r\n");
+      return;
+    }
+    c.wait_for_close(30s);  // then stall
+  };
+  auto options = e2b.options();
+  options.create_timeout = 3s;
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(E2BSandbox::create(options), SandboxStartError);
+  CHECK(std::chrono::steady_clock::now() - start < 3500ms);
+}
+
+TEST_CASE("hostile create: Retry-After 999999 does not outlast create_timeout", "[e2b][hostile]") {
+  HostileE2B e2b;
+  e2b.on_create = [&](ServerConnection& c, const ReceivedRequest&) {
+    c.respond(429, R"({"code":429,"message":"slow down"})", "Retry-After: 999999\r\n");
+  };
+  auto options = e2b.options();
+  options.create_timeout = 2s;
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(E2BSandbox::create(options), SandboxStartError);
+  CHECK(std::chrono::steady_clock::now() - start < 2500ms);
+}
+
+TEST_CASE("hostile create: an error body that echoes the API key does not leak it", "[e2b][hostile]") {
+  HostileE2B e2b;
+  e2b.on_create = [&](ServerConnection& c, const ReceivedRequest& request) {
+    const auto key = request.headers.at("x-api-key");
+    c.respond(401, R"({"code":401,"message":"Invalid API key )" + key + R"("})", "Content-Type: application/json\r\n");
+  };
+  try {
+    (void)E2BSandbox::create(e2b.options());
+    FAIL("create must throw");
+  } catch (const SandboxStartError& e) {
+    CHECK(std::string(e.what()).find(test::kTestApiKey) == std::string::npos);
+    const auto* cause = test::nested_transport(e);
+    REQUIRE(cause);
+    CHECK(std::string(cause->what()).find(test::kTestApiKey) == std::string::npos);
+  }
+}
+
+TEST_CASE("hostile execute: an error body that echoes the envd token does not leak it", "[e2b][hostile]") {
+  HostileE2B e2b;
+  e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest& request) {
+    c.respond(401, "bad token " + request.headers.at("x-access-token"));
+  };
+  auto sandbox = E2BSandbox::create(e2b.options());
+  const auto r = sandbox->execute_code("x");
+  CHECK(r.status == ExecutionStatus::kError);
+  CHECK(r.error.find("envd-secret-token") == std::string::npos);
+  sandbox->terminate();
+}
+
+TEST_CASE("hostile execute: endless response headers are bounded", "[e2b][hostile]") {
+  HostileE2B e2b;
+  e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) {
+    c.write("HTTP/1.1 200 OK\r\n");
+    const std::string many = [] {
+      std::string s;
+      for (int i = 0; i < 1000; ++i) s += "X-Junk: " + std::string(100, 'j') + "\r\n";
+      return s;
+    }();
+    for (int i = 0; i < 2000; ++i) c.write(many);  // ~200 MB of headers
+  };
+  auto sandbox = E2BSandbox::create(e2b.options());
+  ExecuteOptions o;
+  o.timeout = 20s;
+  const auto r = sandbox->execute_code("x", o);
+  CHECK(r.status == ExecutionStatus::kUnknown);
+  sandbox->terminate();
+}
+
+TEST_CASE("hostile execute: a line over the cap, a lying Content-Length or gzip is UNKNOWN, output kept",
+          "[e2b][hostile]") {
+  const std::string first = R"({"type": "stdout", "text": "kept\n"})" "\n";
+  std::string body;
+  std::string expected_type;
+  std::function<void(ServerConnection&)> answer;
+  SECTION("a 20 MiB line") {
+    expected_type = "protocol.oversize";
+    answer = [&](ServerConnection& c) {
+      c.write(kStreamHead);
+      c.write(chunk(first));
+      const std::string piece(1 << 20, 'x');
+      c.write(chunk(R"({"type": "stdout", "text": ")"));
+      for (int i = 0; i < 20; ++i) c.write(chunk(piece));
+      c.write("0\r\n\r\n");
+    };
+  }
+  SECTION("a Content-Length that promises more than comes") {
+    expected_type = "curl.PARTIAL_FILE";
+    answer = [&](ServerConnection& c) {
+      c.write("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + first);
+    };
+  }
+  SECTION("a gzip body that was never asked for") {
+    expected_type = "protocol.malformed";
+    answer = [&](ServerConnection& c) {
+      // An empty gzip member: bytes that are not NDJSON unless the client inflates them (it must not).
+      const std::string gz("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00", 20);
+      c.write("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: " +
+              std::to_string(first.size() + gz.size()) + "\r\n\r\n" + first + gz);
+    };
+  }
+  HostileE2B e2b;
+  e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) { answer(c); };
+  auto sandbox = E2BSandbox::create(e2b.options());
+  const auto r = sandbox->execute_code("x");
+  check_unknown(r, expected_type);
+  CHECK(r.stdout_text == "kept\n");
+  sandbox->terminate();
+}
+
+TEST_CASE("hostile execute: keepalives forever still time out at the budget", "[e2b][hostile]") {
+  HostileE2B e2b;
+  e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) {
+    c.write(kStreamHead);
+    c.write(chunk(R"({"type": "stdout", "text": "before\n"})" "\n"));
+    for (int i = 0; i < 100 && !c.wait_for_close(100ms); ++i) c.write(chunk(R"({"type": "keepalive"})" "\n"));
+  };
+  auto sandbox = E2BSandbox::create(e2b.options());
+  ExecuteOptions o;
+  o.timeout = 1s;
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = sandbox->execute_code("x", o);
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+  CHECK(r.status == ExecutionStatus::kTimeout);
+  CHECK(r.timeout_kind == TimeoutKind::kExecution);
+  CHECK_FALSE(r.failure);
+  CHECK(r.stdout_text == "before\n");
+  sandbox->terminate();
+}
+
+TEST_CASE("hostile command: an envelope claiming 4 GiB is UNKNOWN protocol.oversize", "[e2b][hostile]") {
+  HostileE2B e2b;
+  auto options = e2b.options();
+  // Reuses on_execute's slot through the catch-all: the Start path is served here.
+  e2b.on_execute = nullptr;
+  LocalHttpServer server([&](ServerConnection& c, int) {
+    while (auto request = c.read_request()) {
+      if (request->target == "/v2/sandboxes") {
+        c.respond(201, R"({"sandboxID":"hostile0000000000000a","envdVersion":"0.6.13"})");
+      } else if (request->target == "/process.Process/Start") {
+        c.write(kStreamHead);
+        const std::string start = R"({"event":{"start":{"pid":1}}})";
+        c.write(chunk(std::string(4, '\0') + static_cast<char>(start.size()) + start));
+        c.write(chunk(std::string("\0\xff\xff\xff\xff", 5) + "{"));
+        c.wait_for_close(5s);
+        return;
+      } else {
+        c.respond(204, "");
+      }
+    }
+  });
+  options.api_url = server.url("");
+  options.sandbox_url = server.url("");
+  auto sandbox = E2BSandbox::create(options);
+  const auto r = sandbox->execute_command("true");
+  check_unknown(r, "protocol.oversize");
+  sandbox->terminate();
+}
+
+TEST_CASE("hostile create: a bad sandboxID is refused; a token with CRLF is never sent as a header",
+          "[e2b][hostile]") {
+  SECTION("sandboxID with a path in it") {
+    HostileE2B e2b;
+    e2b.on_create = [](ServerConnection& c, const ReceivedRequest&) {
+      c.respond(201, R"({"sandboxID":"../../x","envdVersion":"0.6.13"})");
+    };
+    CHECK_THROWS_AS(E2BSandbox::create(e2b.options()), SandboxStartError);
+  }
+  SECTION("sandboxID with CRLF") {
+    HostileE2B e2b;
+    e2b.on_create = [](ServerConnection& c, const ReceivedRequest&) {
+      c.respond(201, R"({"sandboxID":"abc\r\nX-Injected: 1","envdVersion":"0.6.13"})");
+    };
+    CHECK_THROWS_AS(E2BSandbox::create(e2b.options()), SandboxStartError);
+  }
+  SECTION("envdAccessToken with CRLF") {
+    HostileE2B e2b;
+    e2b.on_create = [](ServerConnection& c, const ReceivedRequest&) {
+      c.respond(201, R"({"sandboxID":"abc123","envdAccessToken":"t\r\nX-Injected: 1","envdVersion":"0.6.13"})");
+    };
+    e2b.on_execute = [](ServerConnection& c, const ReceivedRequest&) {
+      c.respond(200, R"({"type": "end_of_execution"})" "\n");
+    };
+    auto sandbox = E2BSandbox::create(e2b.options());
+    const auto r = sandbox->execute_code("x");
+    INFO(r.error);
+    CHECK(r.status == ExecutionStatus::kSuccess);
+    sandbox->terminate();
+    for (const auto& request : e2b.server().requests()) CHECK(request.headers.count("x-injected") == 0);
+  }
+}
+
+TEST_CASE("careless use: an API key with a line break or NUL is refused as configuration", "[e2b][hostile]") {
+  HostileE2B e2b;
+  for (const std::string key : {test::kTestApiKey + "\n", std::string("e2b_\0abc", 8)}) {
+    auto options = e2b.options();
+    options.api_key = key;
+    try {
+      (void)E2BSandbox::create(options);
+      FAIL("create must throw");
+    } catch (const SandboxStartError& e) {
+      CHECK(e.stage() == Stage::kConfigure);
+    }
+  }
+  CHECK(e2b.server().connections() == 0);
+}
+
+TEST_CASE("hostile create: a redirect is not followed, so the API key goes nowhere else", "[e2b][hostile]") {
+  LocalHttpServer elsewhere([&](ServerConnection& c, int) {
+    while (auto request = c.read_request()) {
+      elsewhere.record(*request);
+      c.respond(201, R"({"sandboxID":"abc123"})");
+    }
+  });
+  HostileE2B e2b;
+  e2b.on_create = [&](ServerConnection& c, const ReceivedRequest&) {
+    c.respond(307, "", "Location: " + elsewhere.url("/v2/sandboxes") + "\r\n");
+  };
+  CHECK_THROWS_AS(E2BSandbox::create(e2b.options()), SandboxStartError);
+  CHECK(elsewhere.requests().empty());
+}
+
+TEST_CASE("hostile execute: terminate from another thread ends a stalled execute at once", "[e2b][hostile]") {
+  HostileE2B e2b;
+  e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) {
+    c.write(kStreamHead);
+    c.write(chunk(R"({"type": "stdout", "text": "started\n"})" "\n"));
+    c.wait_for_close(30s);
+  };
+  auto sandbox = E2BSandbox::create(e2b.options());
+  std::jthread terminator([&] {
+    std::this_thread::sleep_for(500ms);
+    sandbox->terminate();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = sandbox->execute_code("x");
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  CHECK(r.status == ExecutionStatus::kUnknown);
+  CHECK(r.stdout_text == "started\n");
+  terminator.join();
+  CHECK_THROWS_AS(sandbox->execute_code("x"), SandboxNotInitializedError);
+  sandbox->terminate();  // twice is fine
+}
+
+TEST_CASE("hostile use: eight threads executing at once each get their own output", "[e2b][hostile]") {
+  E2BServer server;
+  auto sandbox = E2BSandbox::create(server.options());
+  std::vector<ExecutionResult> results(8);
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < 8; ++i)
+      threads.emplace_back([&, i] {
+        results[i] = sandbox->execute_command("for k in 1 2 3 4 5; do echo t" + std::to_string(i) +
+                                              "-$k; sleep 0.05; done");
+      });
+  }
+  for (int i = 0; i < 8; ++i) {
+    INFO("thread " << i);
+    CHECK(results[i].status == ExecutionStatus::kSuccess);
+    std::string expected;
+    for (int k = 1; k <= 5; ++k) expected += "t" + std::to_string(i) + "-" + std::to_string(k) + "\n";
+    CHECK(results[i].stdout_text == expected);
+  }
+  sandbox->terminate();
+}
+
+TEST_CASE("hostile use: download_file_to over a symlink replaces the link, never writes through it",
+          "[e2b][hostile]") {
+  E2BServer server;
+  auto sandbox = E2BSandbox::create(server.options());
+  sandbox->write_file("/files/payload.txt", "payload");
+  const auto dir = std::filesystem::temp_directory_path() / ("e2b_symlink_" + *sandbox->sandbox_id());
+  std::filesystem::create_directories(dir);
+  const auto victim = dir / "victim.txt";
+  const auto link = dir / "dest.txt";
+  std::ofstream(victim) << "precious";
+  std::filesystem::create_symlink(victim, link);
+  CHECK(sandbox->download_file_to("/files/payload.txt", link));
+  CHECK_FALSE(std::filesystem::is_symlink(link));
+  std::ifstream victim_in(victim), link_in(link);
+  CHECK(std::string(std::istreambuf_iterator<char>(victim_in), {}) == "precious");
+  CHECK(std::string(std::istreambuf_iterator<char>(link_in), {}) == "payload");
+  // A failed download leaves nothing behind, not even its partial file.
+  CHECK_FALSE(sandbox->download_file_to("/files/missing.txt", dir / "other.txt"));
+  CHECK(std::distance(std::filesystem::directory_iterator(dir), {}) == 2);
+  std::filesystem::remove_all(dir);
   sandbox->terminate();
 }

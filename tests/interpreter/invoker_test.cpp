@@ -163,6 +163,21 @@ TEST_CASE("a 429 is retried after its Retry-After", "[interpreter][lm_server]") 
   CHECK(elapsed >= 1s);
 }
 
+TEST_CASE("429 with a long Retry-After on every call cannot outlast the loop's timeout", "[interpreter][lm_server]") {
+  LMServer server;
+  json steps = json::array();
+  for (int i = 0; i < 10; ++i) steps.push_back({{"fault", {{"status", 429}, {"retry_after", 999999}}}});
+  server.script(steps);
+  ci::testing::FakeSandbox sandbox;
+  auto invoker = openai(server);
+  ci::InterpreterOptions options;
+  options.timeout = 1500ms;
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = ci::SandboxCodeInterpreter(sandbox, invoker, options).execute("go");
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+  CHECK(result.stop_reason == ci::StopReason::kTimeout);
+}
+
 TEST_CASE("5xx answers are retried, then the call fails as unavailable and transient", "[interpreter][lm_server]") {
   LMServer server;
   server.script(json::array({{{"fault", {{"status", 503}}}}, {{"fault", {{"status", 500}}}}, {{"fault", {{"status", 529}}}}}));
@@ -236,6 +251,31 @@ TEST_CASE("a 200 answer that is not a chat completion is an internal error", "[i
   } catch (const ci::LMInvocationError& e) {
     CHECK(e.kind() == ci::ErrorKind::kInternal);
     CHECK(std::string(e.what()) == "openai chat completions: the reply is not a valid response: no choices");
+  }
+}
+
+TEST_CASE("a reply nested a million levels deep is an internal error, not a crash", "[interpreter][lm_server]") {
+  // Tool arguments sent as a JSON value are serialized back to text; a hostile depth must not reach that.
+  const std::string deep = std::string(1'000'000, '[') + std::string(1'000'000, ']');
+  const std::string openai_body = R"({"choices":[{"message":{"role":"assistant","tool_calls":[{"id":"c1",)"
+                                  R"("type":"function","function":{"name":"execute_code","arguments":)" +
+                                  deep + "}}]}}]}";
+  const std::string anthropic_body = R"({"type":"message","role":"assistant","content":[{"type":"tool_use",)"
+                                     R"("id":"t1","name":"execute_code","input":)" + deep + "}]}";
+  LMServer server;
+  server.script(json::array({{{"fault", {{"status", 200}, {"body", openai_body}}}},
+                             {{"fault", {{"status", 200}, {"body", anthropic_body}}}}}));
+  try {
+    (void)openai(server).invoke(conversation(), kTools);
+    FAIL("no error");
+  } catch (const ci::LMInvocationError& e) {
+    CHECK(e.kind() == ci::ErrorKind::kInternal);
+  }
+  try {
+    (void)anthropic(server).invoke(conversation(), kTools);
+    FAIL("no error");
+  } catch (const ci::LMInvocationError& e) {
+    CHECK(e.kind() == ci::ErrorKind::kInternal);
   }
 }
 

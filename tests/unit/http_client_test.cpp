@@ -59,6 +59,28 @@ TEST_CASE("a GET collects the body, the status and lower-cased headers", "[http]
   CHECK(exchange.curl_code.empty());
 }
 
+TEST_CASE("a header value with a line break is refused before anything is sent, and not quoted", "[http]") {
+  // libcurl sends header lines verbatim: a key read from a file with its newline, or a token with CRLF, would
+  // inject headers (or end them early).
+  LocalHttpServer server([](ServerConnection& c, int) {
+    while (c.read_request()) c.respond(200, "ok");
+  });
+  const std::vector<std::string> values{"sk-secret\n", "sk-secret\r\nX-Injected: 1", std::string("sk-\0secret", 10)};
+  for (const auto& value : values) {
+    http::Request request;
+    request.url = server.url("/");
+    request.headers = {{"Authorization", "Bearer " + value}};
+    try {
+      (void)http::HttpClient().perform(request);
+      FAIL("perform must refuse");
+    } catch (const std::invalid_argument& e) {
+      CHECK(std::string(e.what()).find("secret") == std::string::npos);
+      CHECK(std::string(e.what()).find("Authorization") != std::string::npos);
+    }
+  }
+  CHECK(server.connections() == 0);
+}
+
 TEST_CASE("consecutive requests to one origin reuse one connection", "[http]") {
   LocalHttpServer server([&](ServerConnection& c, int) {
     while (auto r = c.read_request()) c.respond(200, r->method + " " + r->target + " " + r->body);
