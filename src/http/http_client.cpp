@@ -310,11 +310,12 @@ Exchange HttpClient::perform(const Request& request) {
   if (request.url.empty()) throw std::invalid_argument("HTTP request without a URL");
   // libcurl sends header lines verbatim: a line break would inject headers, a NUL would cut the value. Values may
   // be secrets, so only the name is quoted.
+  constexpr std::string_view kBreaks("\r\n\0", 3);
   for (const auto& [name, value] : request.headers)
-    if (name.find_first_of(std::string_view("\r\n\0:", 4)) != std::string::npos ||
-        value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
-      throw std::invalid_argument("HTTP header '" + name.substr(0, name.find_first_of(std::string_view("\r\n\0", 3))) +
-                                  "' contains a line break or NUL");
+    if (name.find_first_of(kBreaks) != std::string::npos || name.find(':') != std::string::npos ||
+        value.find_first_of(kBreaks) != std::string::npos)
+      throw std::invalid_argument("HTTP header '" + name.substr(0, name.find_first_of(kBreaks)) +
+                                  "' contains a line break, NUL or a colon in its name");
   for (const auto& part : request.multipart)
     if (part.file && !std::filesystem::is_regular_file(*part.file))
       throw std::invalid_argument("multipart file is not a readable regular file: " + part.file->string());
