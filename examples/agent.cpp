@@ -6,6 +6,8 @@
 //
 // The API key comes from OPENAI_API_KEY or ANTHROPIC_API_KEY. --base-url points at any OpenAI-compatible server
 // (vLLM, llama.cpp, Ollama: e.g. http://localhost:11434/v1). Each --file is uploaded to the sandbox.
+// --backend pyodide (the default) runs locally; e2b reads E2B_API_KEY (and E2B_DOMAIN, E2B_API_URL,
+// E2B_SANDBOX_URL); bedrock reads the AWS_* environment and the shared AWS files (docs/backends/bedrock.md).
 //
 // Prints the answer, then one line per file: "saved PATH (N bytes)", "missing TARGET" (linked but absent) or
 // "refused TARGET" (a link outside the sandbox's upload directory). Files are saved into --output-dir (default
@@ -35,6 +37,11 @@ constexpr const char* kUsage =
     "usage: agent \"REQUEST\" [--file PATH]... [--backend pyodide|e2b|bedrock] [--provider openai|anthropic]\n"
     "             [--base-url URL] [--model MODEL] [--output-dir DIR] [--max-turns N]\n";
 
+constexpr const char* kBackendHelp =
+    "  --backend pyodide (default) runs locally; e2b reads E2B_API_KEY, E2B_DOMAIN, E2B_API_URL, E2B_SANDBOX_URL;\n"
+    "  bedrock reads AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE, AWS_REGION,\n"
+    "  AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_BEDROCK_AGENTCORE and AWS_ENDPOINT_URL.\n";
+
 int usage(const std::string& message) {
   std::cerr << "agent: " << message << "\n" << kUsage;
   return 64;
@@ -48,10 +55,10 @@ struct BackendUnavailable {
 std::unique_ptr<ci::CodeInterpreterSandbox> make_sandbox(const std::string& backend) {
   if (backend == "pyodide") return ci::PyodideSandbox::create();
   if (backend == "e2b") return ci::E2BSandbox::create();  // E2B_API_KEY, E2B_DOMAIN / E2B_API_URL / E2B_SANDBOX_URL
-  if (backend == "bedrock") {
-    throw BackendUnavailable{"backend '" + backend + "' is not available in this build (available: pyodide, e2b)"};
-  }
-  throw BackendUnavailable{"unknown backend '" + backend + "' (available: pyodide, e2b)"};
+  // Credentials, region and endpoint: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN or the
+  // AWS_PROFILE in the shared files, AWS_REGION / AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_BEDROCK_AGENTCORE.
+  if (backend == "bedrock") return ci::BedrockAgentCoreSandbox::create();
+  throw BackendUnavailable{"unknown backend '" + backend + "' (available: pyodide, e2b, bedrock)"};
 }
 // ---- end of backends ----
 
@@ -125,7 +132,7 @@ int main(int argc, char** argv) {
         return usage("--max-turns takes a number from 1 to 1000");
       }
     } else if (arg == "-h" || arg == "--help") {
-      std::cout << kUsage;
+      std::cout << kUsage << kBackendHelp;
       return 0;
     } else if (!arg.empty() && arg[0] == '-') {
       return usage("unknown option " + std::string(arg));

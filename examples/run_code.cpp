@@ -1,6 +1,7 @@
 // run_code: runs a Python program in a sandbox and streams its output.
 //
-//   run_code [--backend pyodide|e2b] [--template NAME] [--timeout SECONDS] (-c CODE | FILE | -)
+//   run_code [--backend pyodide|e2b|bedrock] [--template NAME] [--interpreter ID] [--timeout SECONDS]
+//            (-c CODE | FILE | -)
 //
 // The program's stdout goes to stdout and its stderr to stderr, line by line as they are produced; the library's
 // own messages (an error, a traceback, a timeout) go to stderr only. Exit status: 0 SUCCESS, 1 ERROR, 2 TIMEOUT,
@@ -8,8 +9,11 @@
 //
 // --backend pyodide (the default) runs locally. --backend e2b creates an E2B sandbox from the environment:
 // E2B_API_KEY (required), and optionally E2B_DOMAIN, E2B_API_URL and E2B_SANDBOX_URL; --template names the
-// sandbox template (default code-interpreter-v1). The sandbox is terminated before the program exits, whatever
-// the outcome, so no cloud sandbox is left running until its lease ends.
+// sandbox template (default code-interpreter-v1). --backend bedrock starts an AWS Bedrock AgentCore Code
+// Interpreter session from the AWS_* environment (credentials, region, endpoint, profile: see
+// docs/backends/bedrock.md); --interpreter names the code interpreter (default aws.codeinterpreter.v1). The sandbox
+// is terminated before the program exits, whatever the outcome, so no cloud sandbox or session is left running
+// until its lease ends.
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -28,7 +32,8 @@ namespace ci = code_interpreter;
 namespace {
 
 constexpr std::string_view kUsage =
-    "usage: run_code [--backend pyodide|e2b] [--template NAME] [--timeout SECONDS] (-c CODE | FILE | -)\n";
+    "usage: run_code [--backend pyodide|e2b|bedrock] [--template NAME] [--interpreter ID] [--timeout SECONDS]\n"
+    "                (-c CODE | FILE | -)\n";
 
 int usage(const char* message) {
   std::cerr << "run_code: " << message << "\n" << kUsage;
@@ -45,17 +50,21 @@ void write_stream(std::FILE* stream, std::string_view line) {
 int main(int argc, char** argv) {
   std::string backend = "pyodide";
   std::optional<std::string> template_id;
+  std::optional<std::string> interpreter_id;
   ci::Timeout timeout;
   std::optional<std::string> code;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if ((arg == "--backend" || arg == "--template" || arg == "--timeout" || arg == "-c") && i + 1 >= argc) {
+    if ((arg == "--backend" || arg == "--template" || arg == "--interpreter" || arg == "--timeout" || arg == "-c") &&
+        i + 1 >= argc) {
       return usage((std::string(arg) + " needs a value").c_str());
     }
     if (arg == "--backend") {
       backend = argv[++i];
     } else if (arg == "--template") {
       template_id = argv[++i];
+    } else if (arg == "--interpreter") {
+      interpreter_id = argv[++i];
     } else if (arg == "--timeout") {
       const std::string_view text = argv[++i];
       double seconds = 0;
@@ -82,7 +91,11 @@ int main(int argc, char** argv) {
     } else if (arg == "-h" || arg == "--help") {
       std::cout << kUsage
                 << "  --backend e2b reads E2B_API_KEY (required), E2B_DOMAIN, E2B_API_URL and E2B_SANDBOX_URL;\n"
-                   "  --template NAME picks its sandbox template (default code-interpreter-v1).\n";
+                   "  --template NAME picks its sandbox template (default code-interpreter-v1).\n"
+                   "  --backend bedrock reads AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
+                   "  AWS_PROFILE, AWS_REGION, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_BEDROCK_AGENTCORE and\n"
+                   "  AWS_ENDPOINT_URL;\n"
+                   "  --interpreter ID picks its code interpreter (default aws.codeinterpreter.v1).\n";
       return 0;
     } else if (!arg.empty() && arg[0] == '-') {
       return usage(("unknown option " + std::string(arg)).c_str());
@@ -100,10 +113,12 @@ int main(int argc, char** argv) {
     }
   }
   if (!code) return usage("no code given");
-  if (backend != "pyodide" && backend != "e2b") {
-    return usage(("backend '" + backend + "' is not available in this build (available: pyodide, e2b)").c_str());
+  if (backend != "pyodide" && backend != "e2b" && backend != "bedrock") {
+    return usage(
+        ("backend '" + backend + "' is not available in this build (available: pyodide, e2b, bedrock)").c_str());
   }
   if (template_id && backend != "e2b") return usage("--template applies only to --backend e2b");
+  if (interpreter_id && backend != "bedrock") return usage("--interpreter applies only to --backend bedrock");
 
   std::unique_ptr<ci::CodeInterpreterSandbox> sandbox;
   try {
@@ -111,6 +126,10 @@ int main(int argc, char** argv) {
       ci::E2BOptions e2b;  // the API key and URLs come from the E2B_* environment
       if (template_id) e2b.template_id = *template_id;
       sandbox = ci::E2BSandbox::create(std::move(e2b));
+    } else if (backend == "bedrock") {
+      ci::BedrockOptions bedrock;  // credentials, region and endpoint come from the AWS_* environment and files
+      if (interpreter_id) bedrock.code_interpreter_identifier = *interpreter_id;
+      sandbox = ci::BedrockAgentCoreSandbox::create(std::move(bedrock));
     } else {
       sandbox = ci::PyodideSandbox::create();
     }

@@ -602,9 +602,9 @@ struct BedrockAgentCoreSandbox::Impl {
       sent = "import os as _ci_os\n_ci_env = " + json(o.env).dump() +
              "\n_ci_saved = {k: _ci_os.environ.get(k) for k in _ci_env}\n_ci_os.environ.update(_ci_env)\ntry:\n"
              "    exec(compile(" + json(code).dump() + ", '<code>', 'exec'))\nfinally:\n"
-             "    for _k, _v in _ci_saved.items():\n"
-             "        (_ci_os.environ.pop(_k, None) if _v is None else _ci_os.environ.__setitem__(_k, _v))\n"
-             "    del _ci_os, _ci_env, _ci_saved\n";
+             "    for _ci_k, _ci_v in _ci_saved.items():\n"
+             "        (_ci_os.environ.pop(_ci_k, None) if _ci_v is None else _ci_os.environ.__setitem__(_ci_k, _ci_v))\n"
+             "    del _ci_os, _ci_env, _ci_saved, _ci_k, _ci_v\n";
     }
     const milliseconds budget = o.timeout.value_or(kDefaultExecuteTimeout);
     detail::OutputStream out(o.on_stdout ? &o.on_stdout : nullptr, options.max_output_bytes);

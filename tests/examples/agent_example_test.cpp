@@ -132,12 +132,16 @@ TEST_CASE("agent answers, saves the linked file byte-exact under its base name, 
   CHECK(entries == std::vector<std::string>{"totals.csv"});
 }
 
-TEST_CASE("agent --backend bedrock says it is not available in this build", "[interpreter][example]") {
+TEST_CASE("agent --backend bedrock without AWS credentials cannot start its sandbox: exit 4, nothing sent",
+          "[interpreter][example]") {
   TempDir dir;
+  // The agent's environment has no AWS_* variable, and HOME (the temporary directory) has no ~/.aws files.
   const auto run = run_agent({"hello", "--backend", "bedrock", "--base-url", "http://127.0.0.1:9"}, dir.path());
-  CHECK(run.exit_code == 64);
+  CHECK(run.exit_code == 4);
   CHECK(run.out.empty());
-  CHECK(run.err.find("agent: backend 'bedrock' is not available in this build (available: pyodide, e2b)\n") == 0);
+  CHECK(run.err ==
+        "agent: the sandbox could not start (configure): no AWS credentials: set BedrockOptions::credentials, "
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or profile 'default' in the shared credentials file\n");
 }
 
 TEST_CASE("agent --backend e2b without E2B_API_KEY cannot start its sandbox: exit 4, nothing sent",

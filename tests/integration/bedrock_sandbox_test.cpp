@@ -90,6 +90,8 @@ TEST_CASE("bedrock: env applies to one Python execution only; other languages re
   with_env.env = {{"GREETING", "hello"}};
   CHECK(sandbox->execute_code("import os\nprint(os.environ.get('GREETING'))", with_env).stdout_text == "hello\n");
   CHECK(sandbox->execute_code("import os\nprint(os.environ.get('GREETING'))").stdout_text == "None\n");
+  // The wrapper leaves nothing behind in the session's variables.
+  CHECK(sandbox->execute_code("print(sorted(k for k in globals() if k.startswith('_ci')))").stdout_text == "[]\n");
   sandbox->terminate();
 
   auto options = server.options();

@@ -1,0 +1,189 @@
+// examples/run_code --backend bedrock run as a user runs it: the AWS_* environment points it at the local
+// AgentCore-protocol server (tests/servers/bedrock), and its exit status, stdout and stderr are checked exactly.
+// Every run must leave no session alive, whatever its outcome, and no output may contain the secret.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "bedrock_test_support.hpp"
+
+namespace fs = std::filesystem;
+using code_interpreter::test::BedrockServer;
+using code_interpreter::test::kTestCredentials;
+
+namespace {
+
+struct Run {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/ci-run-code-bedrock-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// Runs run_code with `args` and exactly the environment `env` (plus PATH), stdin from /dev/null.
+Run run_code(const std::vector<std::string>& args, std::vector<std::string> env) {
+  TempDir dir;
+  const fs::path out = dir.path() / "stdout", err = dir.path() / "stderr";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::vector<std::string> argv_strings{CI_TEST_RUN_CODE};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  env.push_back("PATH=/usr/bin:/bin");
+  std::vector<char*> envp;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, CI_TEST_RUN_CODE, &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  Run run;
+  if (rc != 0) return run;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = slurp(out);
+  run.err = slurp(err);
+  return run;
+}
+
+// The environment a user sets to point the Bedrock backend at this server (no HOME: no shared AWS files).
+std::vector<std::string> bedrock_env(const BedrockServer& server) {
+  return {"AWS_ACCESS_KEY_ID=" + kTestCredentials.access_key_id,
+          "AWS_SECRET_ACCESS_KEY=" + kTestCredentials.secret_access_key, "AWS_REGION=us-east-1",
+          "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE=" + server.url()};
+}
+
+void check_no_secret(const Run& run) {
+  CHECK(run.out.find(kTestCredentials.secret_access_key) == std::string::npos);
+  CHECK(run.err.find(kTestCredentials.secret_access_key) == std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("run_code --backend bedrock prints the program's output and exits 0", "[bedrock][example]") {
+  BedrockServer server;
+  const auto run = run_code({"--backend", "bedrock", "-c", "print(6*7)"}, bedrock_env(server));
+  INFO("stderr:\n" << run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == "42\n");
+  CHECK(run.err.empty());
+  check_no_secret(run);
+  CHECK(server.requests("start").size() == 1);
+  CHECK(server.requests("invoke", "executeCode").size() == 1);
+  CHECK(server.requests("stop").size() == 1);
+  CHECK(server.all_signatures_valid());
+  CHECK(server.alive().empty());
+}
+
+TEST_CASE("run_code --backend bedrock: an exception exits 1 with the traceback on stderr", "[bedrock][example]") {
+  BedrockServer server;
+  const auto run = run_code({"--backend", "bedrock", "-c", "print('partial output')\n1/0"}, bedrock_env(server));
+  INFO("stderr:\n" << run.err);
+  CHECK(run.exit_code == 1);
+  CHECK(run.out == "partial output\n");
+  CHECK(run.err.find("Traceback") != std::string::npos);
+  CHECK(run.err.find("ZeroDivisionError: division by zero") != std::string::npos);
+  check_no_secret(run);
+  CHECK(server.alive().empty());
+}
+
+TEST_CASE("run_code --backend bedrock: a timeout exits 2 and the session is still stopped", "[bedrock][example]") {
+  BedrockServer server;
+  const auto run = run_code({"--backend", "bedrock", "--timeout", "1", "-c", "import time\ntime.sleep(30)"},
+                            bedrock_env(server));
+  INFO("stderr:\n" << run.err);
+  CHECK(run.exit_code == 2);
+  CHECK(run.out.empty());
+  CHECK(run.err.find("run_code: TIMEOUT (execution): ") != std::string::npos);
+  CHECK(run.err.find("may still be running") != std::string::npos);
+  check_no_secret(run);
+  CHECK(server.alive().empty());
+}
+
+TEST_CASE("run_code --backend bedrock: --interpreter picks the code interpreter; an unknown one or an ARN cannot "
+          "start (exit 4)",
+          "[bedrock][example]") {
+  BedrockServer server({"--interpreter", "myInterp-abc1234567"});
+  const auto custom = run_code({"--backend", "bedrock", "--interpreter", "myInterp-abc1234567", "-c", "print('ok')"},
+                               bedrock_env(server));
+  INFO("stderr:\n" << custom.err);
+  CHECK(custom.exit_code == 0);
+  CHECK(custom.out == "ok\n");
+  const auto starts = server.requests("start");
+  REQUIRE(starts.size() == 1);
+  CHECK(starts[0].value("interpreter", "") == "myInterp-abc1234567");
+
+  const auto unknown = run_code({"--backend", "bedrock", "--interpreter", "noSuchInterp-0000000000", "-c", "1"},
+                                bedrock_env(server));
+  INFO("stderr:\n" << unknown.err);
+  CHECK(unknown.exit_code == 4);
+  CHECK(unknown.out.empty());
+  CHECK(unknown.err.find("run_code: the sandbox could not start (create): ") == 0);
+  check_no_secret(unknown);
+
+  const auto requests = server.requests().size();
+  const std::string arn_id = "arn:aws:bedrock-agentcore:us-east-1:aws:code-interpreter/aws.codeinterpreter.v1";
+  const auto arn = run_code({"--backend", "bedrock", "--interpreter", arn_id, "-c", "1"}, bedrock_env(server));
+  INFO("stderr:\n" << arn.err);
+  CHECK(arn.exit_code == 4);
+  CHECK(arn.err.find("run_code: the sandbox could not start (configure): ") == 0);
+  CHECK(arn.err.find("pass the interpreter id") != std::string::npos);
+  CHECK(server.requests().size() == requests);
+  CHECK(server.alive().empty());
+}
+
+TEST_CASE("run_code --backend bedrock without AWS credentials cannot start (exit 4) and sends nothing",
+          "[bedrock][example]") {
+  BedrockServer server;
+  const auto run = run_code({"--backend", "bedrock", "-c", "1"},
+                            {"AWS_REGION=us-east-1", "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE=" + server.url()});
+  INFO("stderr:\n" << run.err);
+  CHECK(run.exit_code == 4);
+  CHECK(run.out.empty());
+  CHECK(run.err.find("run_code: the sandbox could not start (configure): no AWS credentials") == 0);
+  CHECK(server.requests().empty());
+}
+
+TEST_CASE("run_code: --interpreter without --backend bedrock is bad usage", "[bedrock][example]") {
+  const auto run = run_code({"--interpreter", "aws.codeinterpreter.v1", "-c", "1"}, {});
+  CHECK(run.exit_code == 64);
+  CHECK(run.out.empty());
+  CHECK(run.err.find("--interpreter applies only to --backend bedrock") != std::string::npos);
+}
