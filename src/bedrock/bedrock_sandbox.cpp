@@ -19,6 +19,7 @@
 #include "core/deadline.hpp"
 #include "core/nested.hpp"
 #include "core/output.hpp"
+#include "core/untrusted.hpp"
 #include "core/utf8.hpp"
 #include "http/http_client.hpp"
 #include "http/outcome.hpp"
@@ -86,6 +87,21 @@ std::string bounded_text(std::string_view text, std::size_t limit = 300) {
   return text.size() > limit ? clean + "..." : clean;
 }
 
+// A name the service chose (an error code, an exception type) as it may appear in exception_type: a stable dotted
+// name, so only letters, digits, '.', '_' and '-' are kept, and at most 100 characters.
+std::string safe_name(std::string_view text) {
+  std::string out(text.substr(0, std::min<std::size_t>(text.size(), 100)));
+  for (auto& c : out)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  return out;
+}
+
+// The service's own words, bounded, valid UTF-8 and with every secret it echoed redacted (design.md §1.3).
+std::string service_text(std::string text, const AwsCredentials& secrets, std::size_t limit = 300) {
+  detail::redact(text, {secrets.secret_access_key, secrets.session_token});
+  return bounded_text(text, limit);
+}
+
 std::string_view language_name(Language language) {
   switch (language) {
     case Language::kJavaScript: return "javascript";
@@ -101,9 +117,10 @@ struct AwsError {
   std::string message;
 };
 
-AwsError aws_error(const http::Response& response, std::string_view body) {
+AwsError aws_error(const http::Response& response, std::string_view body,
+                   const AwsCredentials& secrets) {
   AwsError e;
-  const json parsed = json::parse(body, nullptr, false);
+  const json parsed = detail::parse_untrusted_json(body);
   if (auto header = response.header("x-amzn-errortype")) e.code = std::string(*header);
   if (parsed.is_object()) {
     if (e.code.empty()) {
@@ -115,8 +132,9 @@ AwsError aws_error(const http::Response& response, std::string_view body) {
   }
   if (const auto colon = e.code.find_first_of(":,"); colon != std::string::npos) e.code.resize(colon);
   if (const auto hash = e.code.find('#'); hash != std::string::npos) e.code = e.code.substr(hash + 1);
-  e.code = bounded_text(e.code, 100);
-  e.message = bounded_text(e.message);
+  detail::redact(e.code, {secrets.secret_access_key, secrets.session_token});
+  e.code = safe_name(e.code);
+  e.message = service_text(std::move(e.message), secrets);
   return e;
 }
 
@@ -188,6 +206,8 @@ struct Invocation {
   bedrock::EventStreamError decode_error = bedrock::EventStreamError::kNone;
   bool truncated = false;
   bool malformed_event = false;
+  bool too_large = false;              // the result events together exceeded their budget
+  std::size_t result_bytes = 0;        // payload bytes of the result events so far
   bool callback_threw = false;
 };
 
@@ -245,6 +265,8 @@ struct BedrockAgentCoreSandbox::Impl {
 
   http::RetryHooks deadline_hooks(const Deadline& deadline) const {
     http::RetryHooks hooks;
+    // Each attempt gets only what is left, so retries cannot stretch the operation past its deadline.
+    hooks.prepare = [deadline](http::Request& request) { request.timeout = deadline.bound(request.timeout); };
     hooks.sleep = [deadline](milliseconds delay, std::stop_token cancel) {
       return deadline.allows(delay) && http::interruptible_sleep(delay, cancel);
     };
@@ -254,7 +276,7 @@ struct BedrockAgentCoreSandbox::Impl {
   template <typename Error>
   [[noreturn]] void throw_service_error(const http::Exchange& ex, Stage stage, std::string_view what) const {
     if (ex.ok()) {
-      const auto e = aws_error(ex.response, ex.response.body);
+      const auto e = aws_error(ex.response, ex.response.body, config.credentials);
       const std::string said = e.code + (e.message.empty() ? "" : ": " + e.message);
       throw_nested(Error(std::string(what) + " failed: HTTP " + std::to_string(ex.response.status) + " " + said, stage,
                          aws_error_kind(e.code, ex.response.status)),
@@ -328,7 +350,13 @@ struct BedrockAgentCoreSandbox::Impl {
           const auto type = message.string_header(":message-type").value_or("");
           if (type == "event") {
             if (message.string_header(":event-type").value_or("") != "result") return true;  // unknown events are skipped
-            const json payload = json::parse(message.payload, nullptr, false);
+            // Each message is capped, but not their number: what is kept from all of them is bounded too.
+            inv.result_bytes += message.payload.size();
+            if (inv.result_bytes > options.max_message_bytes + 2 * options.max_output_bytes) {
+              inv.too_large = true;
+              return false;
+            }
+            const json payload = detail::parse_untrusted_json(message.payload);
             if (!payload.is_object()) {
               inv.malformed_event = true;
               return false;
@@ -339,15 +367,18 @@ struct BedrockAgentCoreSandbox::Impl {
           // An exception or an error frame: names are matched case-insensitively (bedrock.md §4).
           std::string name(type == "exception" ? message.string_header(":exception-type").value_or("")
                                                : message.string_header(":error-code").value_or(""));
+          detail::redact(name, {config.credentials.secret_access_key, config.credentials.session_token});
+          name = safe_name(name);
           if (name.empty()) name = type == "exception" ? "UnknownException" : "InternalFailure";
-          inv.exception = aws_type(bounded_text(name, 100));
+          inv.exception = aws_type(name);
           inv.exception_first = !inv.result_seen;
           if (type == "exception") {
-            const json payload = json::parse(message.payload, nullptr, false);
+            const json payload = detail::parse_untrusted_json(message.payload);
             if (payload.is_object() && payload.contains("message") && payload["message"].is_string())
-              inv.exception_message = bounded_text(payload["message"].get<std::string>());
+              inv.exception_message = service_text(payload["message"].get<std::string>(), config.credentials);
           } else {
-            inv.exception_message = bounded_text(message.string_header(":error-message").value_or(""));
+            inv.exception_message =
+                service_text(std::string(message.string_header(":error-message").value_or("")), config.credentials);
           }
           return false;
         },
@@ -366,7 +397,7 @@ struct BedrockAgentCoreSandbox::Impl {
     };
     inv.exchange = client.perform(req);
     if (inv.exchange.ok() && inv.status == 200 && decoder.has_partial() && !inv.exception && !inv.malformed_event &&
-        inv.decode_error == bedrock::EventStreamError::kNone)
+        !inv.too_large && inv.decode_error == bedrock::EventStreamError::kNone)
       inv.truncated = true;  // the body ended cleanly inside a message
     return inv;
   }
@@ -406,9 +437,16 @@ struct BedrockAgentCoreSandbox::Impl {
     ExecutionResult r;
     r.code = code;
     r.exit_code = -1;
+    if (ex.ok() && inv.status != 0 && inv.status < 400 && inv.status != 200) {
+      // Not the stream, and not a refusal either (a redirect is never followed): whether it ran is unknown.
+      r.status = ExecutionStatus::kUnknown;
+      r.failure = FailureDetail{"http." + std::to_string(inv.status), false};
+      r.error = std::string(what) + ": unexpected HTTP " + std::to_string(inv.status) + "; the call may have run";
+      return r;
+    }
     if (ex.ok() && inv.status != 200 && inv.status != 0) {
       // Answered with an error before any frame: nothing ran.
-      const auto e = aws_error(ex.response, inv.error_body);
+      const auto e = aws_error(ex.response, inv.error_body, config.credentials);
       auto refused = never_ran(code, std::string(what) + " refused: HTTP " + std::to_string(inv.status) + " " + e.code +
                                          (e.message.empty() ? "" : ": " + e.message),
                                FailureDetail{e.code.empty() ? "http." + std::to_string(inv.status) : aws_type(e.code), true});
@@ -435,9 +473,11 @@ struct BedrockAgentCoreSandbox::Impl {
       r.error = std::string(what) + ": the stream failed after a result: " + *inv.exception + ": " + inv.exception_message;
       return r;
     }
-    if (inv.decode_error != bedrock::EventStreamError::kNone || inv.malformed_event) {
+    if (inv.decode_error != bedrock::EventStreamError::kNone || inv.malformed_event || inv.too_large) {
       r.status = ExecutionStatus::kUnknown;
-      const std::string name = inv.malformed_event ? "malformed_event" : std::string(bedrock::to_string(inv.decode_error));
+      const std::string name = inv.malformed_event ? "malformed_event"
+                               : inv.too_large     ? "too_large"
+                                                   : std::string(bedrock::to_string(inv.decode_error));
       r.failure = FailureDetail{"eventstream." + name, false};
       r.error = std::string(what) + ": the answer was not a valid event stream (" + name + ")";
       return r;
@@ -484,7 +524,7 @@ struct BedrockAgentCoreSandbox::Impl {
   [[noreturn]] void throw_tool_error(const Invocation& inv, Stage stage, std::string_view what) {
     if (auto r = failure_of(inv, "", what)) {
       ErrorKind kind = ErrorKind::kUnknown;
-      if (inv.exchange.ok() && inv.status != 200) kind = aws_error_kind(aws_error(inv.exchange.response, inv.error_body).code, inv.status);
+      if (inv.exchange.ok() && inv.status != 200) kind = aws_error_kind(aws_error(inv.exchange.response, inv.error_body, config.credentials).code, inv.status);
       else if (!inv.exchange.ok()) kind = http::error_kind(inv.exchange);
       else if (inv.exception) kind = aws_error_kind(inv.exception->substr(4), 0);
       throw_nested(SandboxExecutionError(r->error, stage, kind),
@@ -500,21 +540,24 @@ struct BedrockAgentCoreSandbox::Impl {
     const ErrorKind kind = lowered.find("not found") != std::string::npos || lowered.find("no such") != std::string::npos
                                ? ErrorKind::kNotFound
                                : ErrorKind::kInvalidArgument;
-    throw SandboxExecutionError(std::string(what) + " failed: " + bounded_text(text), stage, kind);
+    throw SandboxExecutionError(std::string(what) + " failed: " + service_text(std::move(text), config.credentials), stage,
+                                kind);
   }
 
   Invocation file_tool(std::string_view tool, json arguments, std::stop_token cancel, bool idempotent,
                        Timeout timeout = std::nullopt) {
     const milliseconds t = timeout ? (timeout->count() > 0 ? *timeout : milliseconds(0)) : options.request_timeout;
     if (!idempotent) return invoke(tool, std::move(arguments), t, std::move(cancel), false);
-    // Reads may be repeated: retry what never reached the service or was refused as transient.
+    // Reads may be repeated: retry what never reached the service or was refused as transient, all within `t`.
+    const auto deadline = Deadline::after(t, t);
     for (int attempt = 1;; ++attempt) {
-      auto inv = invoke(tool, arguments, t, cancel, true);
+      auto inv = invoke(tool, arguments, deadline.bound(t), cancel, true);
       const bool retry = attempt < 3 && ((inv.exchange.ok() && (inv.status == 429 || inv.status >= 500)) ||
                                          (!inv.exchange.ok() && http::is_transient(inv.exchange, true)) ||
                                          (inv.exception && inv.exception_first &&
                                           inv.exception->find("Throttling") != std::string::npos));
-      if (!retry || !http::interruptible_sleep(milliseconds(200 * attempt), cancel)) return inv;
+      const milliseconds pause(200 * attempt);
+      if (!retry || !deadline.allows(pause) || !http::interruptible_sleep(pause, cancel)) return inv;
     }
   }
 
@@ -683,8 +726,13 @@ struct BedrockAgentCoreSandbox::Impl {
     const milliseconds budget = o.timeout.value_or(kDefaultCommandTimeout);
     const bool bounded = budget.count() > 0;
     const auto deadline = started + budget;
-    const auto started_task = invoke("startCommandExecution", {{"command", full}}, options.request_timeout,
-                                     call->token(), false);
+    // Each request gets at most what is left of the budget, so a service that stalls cannot stretch the call.
+    const auto request_budget = [&] {
+      if (!bounded) return options.request_timeout;
+      const auto left = std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
+      return options.request_timeout.count() > 0 ? std::min(options.request_timeout, left) : left;
+    };
+    const auto started_task = invoke("startCommandExecution", {{"command", full}}, request_budget(), call->token(), false);
     if (auto failed = failure_of(started_task, std::string(cmd), "command")) return *failed;
     const auto task_it = started_task.structured.find("taskId");
     if (task_it == started_task.structured.end() || !task_it->is_string()) {
@@ -707,11 +755,16 @@ struct BedrockAgentCoreSandbox::Impl {
         timed_out = true;
         break;
       }
-      last = invoke("getTask", {{"taskId", task_id}}, options.request_timeout, call->token(), true);
+      auto polled = invoke("getTask", {{"taskId", task_id}}, request_budget(), call->token(), true);
       if (call->token().stop_requested()) {
         cancelled = true;
         break;
       }
+      if (bounded && polled.exchange.failure == http::Failure::kTimeout && Clock::now() + milliseconds(50) >= deadline) {
+        timed_out = true;  // the poll ran into the command's budget; the output of the previous poll is kept
+        break;
+      }
+      last = std::move(polled);
       if (auto failed = failure_of(last, std::string(cmd), "command")) {
         // The task was started: whatever breaks now, it may be running.
         if (failed->status == ExecutionStatus::kError) {
@@ -786,7 +839,11 @@ struct BedrockAgentCoreSandbox::Impl {
   }
 
   void stop_task(const std::string& task_id) {
-    const auto inv = invoke("stopTask", {{"taskId", task_id}}, options.request_timeout, {}, true);
+    // A quick kill: a stalled answer must not hold the caller long past the command's budget.
+    constexpr milliseconds kStopTaskTimeout{std::chrono::seconds(10)};
+    const auto timeout = options.request_timeout.count() > 0 ? std::min(options.request_timeout, kStopTaskTimeout)
+                                                              : kStopTaskTimeout;
+    const auto inv = invoke("stopTask", {{"taskId", task_id}}, timeout, {}, true);
     if (!inv.exchange.success() || !inv.result_seen)
       logger()->warn("bedrock: session {}: could not stop task {}", session_id, task_id);
   }

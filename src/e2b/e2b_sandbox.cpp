@@ -15,6 +15,7 @@
 #include "core/call_registry.hpp"
 #include "core/deadline.hpp"
 #include "core/nested.hpp"
+#include "core/untrusted.hpp"
 #include "core/utf8.hpp"
 #include "e2b/streams.hpp"
 #include "http/http_client.hpp"
@@ -72,18 +73,6 @@ bool valid_sandbox_id(std::string_view id) {
   return std::all_of(id.begin(), id.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 
-std::string_view language_name(Language language) {
-  switch (language) {
-    case Language::kPython: return "python";
-    case Language::kJavaScript: return "javascript";
-    case Language::kTypeScript: return "typescript";
-    case Language::kBash: return "bash";
-    case Language::kR: return "r";
-    case Language::kJava: return "java";
-  }
-  return "python";
-}
-
 // The service's own words from an error body: `message` of a JSON body, else the text itself; each secret
 // replaced (before the cut, so no piece of one survives), bounded and made valid UTF-8, since the body is untrusted.
 std::string service_message(std::string_view body, std::initializer_list<std::string_view> secrets = {}) {
@@ -94,11 +83,7 @@ std::string service_message(std::string_view body, std::initializer_list<std::st
   } else if (parsed.is_string()) {
     text = parsed.get<std::string>();
   }
-  for (const auto secret : secrets) {
-    if (secret.empty()) continue;
-    for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at))
-      text.replace(at, secret.size(), "[redacted]");
-  }
+  detail::redact(text, secrets);
   if (text.size() > 300) text = text.substr(0, detail::utf8_safe_cut(text, 300)) + "...";
   std::string clean;
   detail::append_utf8_replacing(clean, text);
@@ -525,7 +510,7 @@ struct E2BSandbox::Impl {
 
     json body = {{"code", code}};
     if (context_id) body["context_id"] = *context_id;
-    else body["language"] = language_name(language);
+    else body["language"] = to_string(language);
     if (!o.env.empty()) body["env_vars"] = o.env;  // this call only (e2b.md §5.1)
 
     auto request = sandbox_request(kInterpreterPort, "POST", "/execute", body.dump());
@@ -979,7 +964,7 @@ void E2BSandbox::do_terminate(Timeout timeout) {
 
 E2BContext E2BSandbox::create_context(Language language, std::optional<std::string> cwd) {
   const auto call = impl_->begin_call();
-  json body = {{"language", language_name(language)}};
+  json body = {{"language", to_string(language)}};
   if (cwd) body["cwd"] = *cwd;
   auto request = impl_->sandbox_request(kInterpreterPort, "POST", "/contexts", body.dump());
   request.headers.emplace_back("Content-Type", "application/json");

@@ -1,0 +1,51 @@
+// Handling of text and JSON that a service or a sandbox sent (design.md §1.3 "Hostile output" and "Secrets"),
+// shared by the HTTP backends.
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace code_interpreter::detail {
+
+/// Parsing and destroying a JSON value are iterative, but copying and dump() recurse once per level, so a value
+/// nested deeper than this would overflow the stack. No genuine answer comes near it (Python's json.dumps stops
+/// at its recursion limit, 1000).
+inline constexpr int kMaxJsonNesting = 1000;
+/// The DOM costs up to ~30 times the text's size for tiny values; beyond this many values an answer is hostile.
+inline constexpr std::size_t kMaxJsonValues = std::size_t{1} << 20;
+
+/// Parses untrusted JSON. The result is discarded (`is_discarded()`) when the text is not JSON, nests deeper than
+/// `max_depth` or holds more than `max_values` values (parsing stops there, before the DOM grows further).
+inline nlohmann::json parse_untrusted_json(std::string_view text, int max_depth = kMaxJsonNesting,
+                                           std::size_t max_values = kMaxJsonValues) {
+  struct Refused {};
+  std::size_t values = 0;
+  const nlohmann::json::parser_callback_t check = [&](int depth, nlohmann::json::parse_event_t what, nlohmann::json&) {
+    using Event = nlohmann::json::parse_event_t;
+    if ((what == Event::object_start || what == Event::array_start) && depth >= max_depth) throw Refused{};
+    if ((what == Event::value || what == Event::object_start || what == Event::array_start) && ++values > max_values)
+      throw Refused{};
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text, check, false);
+  } catch (const Refused&) {
+    return nlohmann::json(nlohmann::json::value_t::discarded);
+  }
+}
+
+/// Replaces every occurrence of each non-empty secret in `text` with "[redacted]". Run it before any cut, so no
+/// piece of a secret survives.
+inline void redact(std::string& text, std::initializer_list<std::string_view> secrets) {
+  for (const auto secret : secrets) {
+    if (secret.empty()) continue;
+    for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at))
+      text.replace(at, secret.size(), "[redacted]");
+  }
+}
+
+}  // namespace code_interpreter::detail
