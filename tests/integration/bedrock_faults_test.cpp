@@ -239,3 +239,97 @@ TEST_CASE("bedrock command: a throttled task start never ran: ERROR retry_safe",
   check_refused(sandbox->execute_command("echo hi"), "aws.ThrottlingException");
   sandbox->terminate();
 }
+
+// ---- hostile service answers ----
+
+TEST_CASE("bedrock invoke: a redirect is UNKNOWN http.307 and is never followed", "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "status"}, {"status", 307}}));
+  const auto r = sandbox->execute_code("1");
+  check_unknown(r, "http.307");
+  CHECK(r.error == "execute: unexpected HTTP 307; the call may have run");
+  CHECK(server.requests("invoke", "executeCode").size() == 1);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: result events beyond the output budget are UNKNOWN eventstream.too_large, output kept",
+          "[bedrock][faults]") {
+  BedrockServer server;
+  auto options = server.options();
+  options.max_message_bytes = 4096;
+  options.max_output_bytes = 1000;  // budget for all result payloads: 4096 + 2 * 1000 bytes
+  auto sandbox = BedrockAgentCoreSandbox::create(options);
+  // A first result event of 4000 payload bytes, then the real result of about 3 KB: 7 KB in all.
+  const json padding = {{"structuredContent", {{"stdout", std::string(3950, 'p')}}}};
+  server.fault(invoke_fault({{"action", "unknown_event"}, {"event_type", "result"}, {"payload", padding}}));
+  const auto r = sandbox->execute_code("print('y' * 3000)");
+  check_unknown(r, "eventstream.too_large");
+  CHECK(r.error == "execute: the answer was not a valid event stream (too_large)");
+  CHECK(r.stdout_text == std::string(1000, 'p'));  // what came within the budget is kept, up to the stream's cap
+  CHECK(r.truncated);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: exception names the service chose are made safe dotted names", "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "exception_first"},
+                             {"exception_type", "evil name\n<script>/" + std::string(200, 'x')},
+                             {"message", "line one\nline two"}}));
+  const auto r = sandbox->execute_code("1");
+  REQUIRE(r.failure);
+  // Only [A-Za-z0-9._-] kept, the rest '_', cut at 100 characters, first letter upper-cased.
+  CHECK(r.failure->exception_type == "aws.Evil_name__script__" + std::string(100 - 19, 'x'));
+  CHECK(r.failure->retry_safe);
+  CHECK(r.status == ExecutionStatus::kError);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock: a service error that echoes the secret key or session token has them redacted",
+          "[bedrock][faults]") {
+  BedrockServer server({"--session-token", "FwoGZXIvYXdzEXAMPLETOKEN"});
+  AwsCredentials temporary = test::kTestCredentials;
+  temporary.session_token = "FwoGZXIvYXdzEXAMPLETOKEN";
+  const std::string echoed =
+      "bad request from " + temporary.secret_access_key + " with " + temporary.session_token + " attached";
+  server.fault({{"operation", "start"}, {"action", "status"}, {"status", 400}, {"message", echoed}});
+  try {
+    (void)BedrockAgentCoreSandbox::create(server.options(temporary));
+    FAIL("start must throw");
+  } catch (const SandboxStartError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("bad request from [redacted] with [redacted] attached") != std::string::npos);
+    CHECK(what.find(temporary.secret_access_key) == std::string::npos);
+    CHECK(what.find(temporary.session_token) == std::string::npos);
+    CHECK(e.kind() == ErrorKind::kInvalidArgument);
+  }
+
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options(temporary));
+  server.fault(invoke_fault({{"action", "exception_first"},
+                             {"exception_type", "X" + temporary.session_token},
+                             {"message", "leaked " + temporary.secret_access_key}}));
+  const auto r = sandbox->execute_code("1");
+  REQUIRE(r.failure);
+  CHECK(r.failure->exception_type == "aws.X_redacted_");
+  CHECK(r.error.find(temporary.secret_access_key) == std::string::npos);
+  CHECK(r.error.find("leaked [redacted]") != std::string::npos);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock command: a stalled poll cannot stretch the command past its budget", "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault({{"operation", "invoke"}, {"tool", "getTask"}, {"action", "stall"}, {"count", -1}});
+  CommandOptions options;
+  options.timeout = std::chrono::seconds(2);
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = sandbox->execute_command("sleep 30", options);
+  const auto took = std::chrono::steady_clock::now() - started;
+  CHECK(r.status == ExecutionStatus::kTimeout);
+  CHECK(r.timeout_kind == TimeoutKind::kExecution);
+  CHECK(took < std::chrono::seconds(15));  // request_timeout is 60 s; the budget and the stop's own 10 s bound it
+  server.clear_faults();
+  sandbox->terminate();
+  CHECK(server.alive().empty());
+}

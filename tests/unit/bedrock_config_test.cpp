@@ -185,6 +185,19 @@ TEST_CASE("resolve_config: the environment wins over the shared files; AWS_SESSI
   CHECK(config.credentials_source == "environment");
 }
 
+TEST_CASE("resolve_config: an endpoint with a query or a fragment is refused, since paths are appended to it",
+          "[bedrock_config]") {
+  Environment env;
+  set_env_credentials();
+  auto options = with_region();
+  for (const char* endpoint : {"https://example.com/?x=1", "https://example.com#frag", "http://127.0.0.1:4566?"}) {
+    INFO(endpoint);
+    options.endpoint_url = endpoint;
+    const auto e = refusal(options, ErrorKind::kInvalidArgument);
+    CHECK(std::string(e.what()) == "the Bedrock endpoint must not contain a query or a fragment ('?' or '#')");
+  }
+}
+
 TEST_CASE("resolve_config: an access key id without its secret in the environment falls through to the files",
           "[bedrock_config]") {
   Environment env;
