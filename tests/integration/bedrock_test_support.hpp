@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,11 @@ inline const AwsCredentials kTestCredentials{"AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDE
 class BedrockServer {
  public:
   explicit BedrockServer(std::vector<std::string> args = {}) : node_("servers/bedrock/server.mjs", std::move(args)) {}
+  ~BedrockServer() {
+    if (check_on_exit_ && std::uncaught_exceptions() == 0) check_none_alive();
+  }
+  BedrockServer(const BedrockServer&) = delete;
+  BedrockServer& operator=(const BedrockServer&) = delete;
 
   [[nodiscard]] std::string url() const { return node_.url("url"); }
 
@@ -62,6 +69,24 @@ class BedrockServer {
     return true;
   }
 
+  /// Every test case ends with no session alive on its server: the sessions a test made are declared after the server,
+  /// so they are destroyed first, and a destructor tears its session down. `keep_alive_allowed()` opts out.
+  void check_none_alive() {
+    http::Request r;
+    r.method = "GET";
+    r.url = url() + "/_control/alive";
+    r.timeout = std::chrono::seconds(10);
+    const auto ex = http::HttpClient::shared().perform(r);
+    CHECK(ex.ok());
+    if (!ex.ok()) return;
+    const auto body = nlohmann::json::parse(ex.response.body, nullptr, false);
+    CHECK(body.is_object());
+    if (!body.is_object()) return;
+    INFO("sessions left alive: " << body.value("sessions", nlohmann::json::array()).dump());
+    CHECK(body.value("sessions", nlohmann::json::array()).empty());
+  }
+  void keep_alive_allowed() { check_on_exit_ = false; }
+
  private:
   http::Exchange control(const std::string& method, const std::string& path, const nlohmann::json& body = nullptr) {
     http::Request r;
@@ -78,6 +103,7 @@ class BedrockServer {
   }
 
   NodeServer node_;
+  bool check_on_exit_ = true;
 };
 
 }  // namespace code_interpreter::test

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -20,7 +22,11 @@ inline const std::string kTestApiKey = "e2b_" + std::string(40, '0');
 class E2BServer {
  public:
   E2BServer() : node_("servers/e2b/server.mjs") {}
-  ~E2BServer() = default;
+  ~E2BServer() {
+    if (check_on_exit_ && std::uncaught_exceptions() == 0) check_none_alive();
+  }
+  E2BServer(const E2BServer&) = delete;
+  E2BServer& operator=(const E2BServer&) = delete;
 
   [[nodiscard]] std::string api_url() const { return node_.url("api_url"); }
   [[nodiscard]] std::string sandbox_url() const { return node_.url("sandbox_url"); }
@@ -59,6 +65,24 @@ class E2BServer {
     return out;
   }
 
+  /// Every test case ends with no sandbox alive on its server: the sandboxes a test made are declared after the server,
+  /// so they are destroyed first, and a destructor tears its sandbox down. `keep_alive_allowed()` opts out.
+  void check_none_alive() {
+    http::Request r;
+    r.method = "GET";
+    r.url = api_url() + "/_control/alive";
+    r.timeout = std::chrono::seconds(10);
+    const auto ex = http::HttpClient::shared().perform(r);
+    CHECK(ex.ok());
+    if (!ex.ok()) return;
+    const auto body = nlohmann::json::parse(ex.response.body, nullptr, false);
+    CHECK(body.is_object());
+    if (!body.is_object()) return;
+    INFO("sandboxes left alive: " << body.value("sandboxes", nlohmann::json::array()).dump());
+    CHECK(body.value("sandboxes", nlohmann::json::array()).empty());
+  }
+  void keep_alive_allowed() { check_on_exit_ = false; }
+
  private:
   http::Exchange control(const std::string& method, const std::string& path, const nlohmann::json& body = nullptr) {
     http::Request r;
@@ -75,6 +99,7 @@ class E2BServer {
   }
 
   NodeServer node_;
+  bool check_on_exit_ = true;
 };
 
 /// Walks an error's nested chain to its TransportError (nullptr when there is none).
