@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of the hostile-input decoders with libFuzzer (clang), each for SECONDS (default 60).
+# Coverage-guided fuzzing of the hostile-input decoders with libFuzzer (clang, ASan+UBSan): each target for
+# SECONDS (default 60), starting from its seed corpus. A finding stops the script with a non-zero status and leaves
+# the crashing input in build-fuzz/ (libFuzzer prints its path). Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
-./scripts/setup.sh
-command -v clang++ >/dev/null || { echo "fuzz.sh needs clang++ (apt-get install clang)" >&2; exit 1; }
+shift || true
+targets=("$@")
+((${#targets[@]})) || targets=(frame_fuzz output_fuzz ndjson_fuzz envelope_fuzz base64_fuzz event_stream_fuzz)
+# clang and its libFuzzer runtime come from Debian's clang and libclang-rt-14-dev.
+./scripts/setup.sh clang libclang-rt-14-dev
 CXX=clang++ CXXFLAGS="-fsanitize=fuzzer-no-link,address,undefined" cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCODE_INTERPRETER_LIBFUZZER=ON \
-  -DCODE_INTERPRETER_BUILD_EXAMPLES=OFF -DCODE_INTERPRETER_BUILD_BENCHMARKS=OFF >/dev/null
-for target in frame_fuzz output_fuzz ndjson_fuzz envelope_fuzz base64_fuzz event_stream_fuzz; do
-  cmake --build build-fuzz --target "$target" "${target}_seeds"
+  -DCODE_INTERPRETER_BUILD_EXAMPLES=OFF -DCODE_INTERPRETER_BUILD_BENCHMARKS=OFF -DCODE_INTERPRETER_BUILD_TESTS=ON >/dev/null
+cmake --build build-fuzz --target "${targets[@]}" "${targets[@]/%/_seeds}" >/dev/null
+mkdir -p build-fuzz/logs
+for target in "${targets[@]}"; do
   corpus="build-fuzz/corpus/$target"
   ./build-fuzz/tests/fuzz/"${target}_seeds" --write-seeds "$corpus"
-  ./build-fuzz/tests/fuzz/"$target" -max_total_time="$seconds" -max_len=200000 "$corpus"
+  log="build-fuzz/logs/$target.log"
+  if ! (cd build-fuzz && ./tests/fuzz/"$target" -max_total_time="$seconds" -max_len=200000 -print_final_stats=1 \
+          "corpus/$target") >"$log" 2>&1; then
+    tail -n 60 "$log" >&2
+    echo "fuzz: $target found a failing input (log: $log)" >&2
+    exit 1
+  fi
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  echo "fuzz: $target: ${runs:-?} inputs in ${seconds} s, no finding"
 done

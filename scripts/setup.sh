@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what building code_interpreter needs on Debian 12: the compiler, CMake, and the libraries from
 # Debian's packages. Pyodide and Deno come from npm during the build (pinned by src/pyodide/host/package-lock.json).
+# Extra Debian package names given as arguments are installed too (scripts/fuzz.sh adds clang).
 set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config ca-certificates
           libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2 zlib1g-dev doxygen python3)
+packages+=("$@")
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
