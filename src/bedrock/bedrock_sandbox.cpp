@@ -364,6 +364,11 @@ struct BedrockAgentCoreSandbox::Impl {
             merge_result(inv, payload, out, err);
             return !inv.callback_threw;
           }
+          if (type != "exception" && type != "error") {
+            // No, an unknown or a non-string message type: not a refusal the service made, a malformed frame.
+            inv.malformed_event = true;
+            return false;
+          }
           // An exception or an error frame: names are matched case-insensitively (bedrock.md §4).
           std::string name(type == "exception" ? message.string_header(":exception-type").value_or("")
                                                : message.string_header(":error-code").value_or(""));

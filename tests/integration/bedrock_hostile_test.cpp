@@ -1,0 +1,135 @@
+// BedrockAgentCoreSandbox against answers the local AgentCore server cannot produce: a scripted HTTP/1.1 server on
+// 127.0.0.1 (tests/unit/local_http_server.hpp) answers Start, Stop and Get, and each Invoke with the frames the test
+// builds; and, where a real session is needed, the local AgentCore server. Everything a service sends is untrusted
+// (design.md §1.3): no answer may make a call throw what its contract does not allow, or crash.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <functional>
+#include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <sstream>
+
+#include "../unit/local_http_server.hpp"
+#include "bedrock/event_stream.hpp"
+#include "bedrock_test_support.hpp"
+#include "code_interpreter/bedrock_sandbox.hpp"
+#include "code_interpreter/logging.hpp"
+
+using namespace code_interpreter;
+using namespace std::chrono_literals;
+using code_interpreter::test::BedrockServer;
+using code_interpreter::test::LocalHttpServer;
+using code_interpreter::test::ServerConnection;
+using nlohmann::json;
+
+namespace {
+
+bedrock::EventMessage frame(std::map<std::string, bedrock::HeaderValue> headers, std::string payload) {
+  bedrock::EventMessage m;
+  m.headers = std::move(headers);
+  m.payload = std::move(payload);
+  return m;
+}
+
+bedrock::HeaderValue text(std::string value) {
+  bedrock::HeaderValue v;
+  v.type = bedrock::HeaderValue::Type::kString;
+  v.bytes = std::move(value);
+  return v;
+}
+
+std::string result_frame(const json& payload) {
+  return bedrock::encode_event_message(frame(
+      {{":message-type", text("event")}, {":event-type", text("result")}, {":content-type", text("application/json")}},
+      payload.dump()));
+}
+
+// Answers a session's control requests; each Invoke goes to `invoke(tool, arguments, index)`, which returns the
+// event-stream body (200) — or, when it returns nullopt, the connection is dropped without an answer.
+class ScriptedAgentCore {
+ public:
+  using Invoke = std::function<std::optional<std::string>(const std::string& tool, const json& arguments, int index)>;
+
+  explicit ScriptedAgentCore(Invoke invoke)
+      : invoke_(std::move(invoke)), server_([this](ServerConnection& c, int) { serve(c); }) {}
+
+  [[nodiscard]] BedrockOptions options() const {
+    BedrockOptions o;
+    o.region = "us-east-1";
+    o.endpoint_url = server_.url("");
+    while (!o.endpoint_url->empty() && o.endpoint_url->back() == '/') o.endpoint_url->pop_back();
+    o.credentials = test::kTestCredentials;
+    o.request_timeout = 5s;
+    return o;
+  }
+  [[nodiscard]] int invocations() const { return invocations_.load(); }
+  [[nodiscard]] int stops() const { return stops_.load(); }
+
+ private:
+  void serve(ServerConnection& c) {
+    while (auto request = c.read_request()) {
+      const std::string& target = request->target;
+      if (target.find("/sessions/start") != std::string::npos) {
+        c.respond(200, R"({"codeInterpreterIdentifier":"aws.codeinterpreter.v1","sessionId":"SESSION1",)"
+                       R"("createdAt":"2026-01-01T12:00:00.000Z"})",
+                  "Content-Type: application/json\r\n");
+      } else if (target.find("/sessions/stop") != std::string::npos) {
+        ++stops_;
+        c.respond(200, R"({"codeInterpreterIdentifier":"aws.codeinterpreter.v1","sessionId":"SESSION1",)"
+                       R"("lastUpdatedAt":"2026-01-01T12:00:01.000Z"})",
+                  "Content-Type: application/json\r\n");
+      } else if (target.find("/sessions/get") != std::string::npos) {
+        c.respond(200, R"({"codeInterpreterIdentifier":"aws.codeinterpreter.v1","sessionId":"SESSION1",)"
+                       R"("createdAt":"2026-01-01T12:00:00.000Z","status":"READY"})",
+                  "Content-Type: application/json\r\n");
+      } else if (target.find("/tools/invoke") != std::string::npos) {
+        const json body = json::parse(request->body);
+        const auto answer = invoke_(body.at("name").get<std::string>(), body.value("arguments", json::object()),
+                                    invocations_++);
+        if (!answer) return;
+        c.respond(200, *answer, "Content-Type: application/vnd.amazon.eventstream\r\n");
+      } else {
+        c.respond(404, "{}", "Content-Type: application/json\r\n");
+      }
+    }
+  }
+
+  Invoke invoke_;
+  std::atomic<int> invocations_{0};
+  std::atomic<int> stops_{0};
+  LocalHttpServer server_;
+};
+
+}  // namespace
+
+TEST_CASE("bedrock hostile: a frame whose :message-type is missing, unknown or not a string is UNKNOWN "
+          "eventstream.malformed_event, never a refusal that proves the code did not run",
+          "[bedrock][hostile]") {
+  bedrock::HeaderValue number;
+  number.type = bedrock::HeaderValue::Type::kInteger;
+  number.integer = 7;
+  const std::vector<std::map<std::string, bedrock::HeaderValue>> odd = {
+      {{":event-type", text("result")}},                                   // no :message-type
+      {{":message-type", text("surprise")}, {":event-type", text("result")}},  // an unknown one
+      {{":message-type", number}, {":event-type", text("result")}},          // not a string
+  };
+  for (std::size_t i = 0; i < odd.size(); ++i) {
+    DYNAMIC_SECTION("case " << i) {
+      ScriptedAgentCore server([&](const std::string&, const json&, int) {
+        return std::optional(bedrock::encode_event_message(frame(odd[i], R"({"content":[]})")));
+      });
+      auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+      const auto r = sandbox->execute_code("print(1)");
+      CHECK(r.status == ExecutionStatus::kUnknown);
+      CHECK(r.exit_code == -1);
+      REQUIRE(r.failure);
+      CHECK(r.failure->exception_type == "eventstream.malformed_event");
+      CHECK_FALSE(r.failure->retry_safe);
+      sandbox->terminate();
+    }
+  }
+}
