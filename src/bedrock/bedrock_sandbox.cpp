@@ -102,6 +102,13 @@ std::string service_text(std::string text, const AwsCredentials& secrets, std::s
   return bounded_text(text, limit);
 }
 
+// A string member of an untrusted JSON object, else `fallback` (json::value would throw for another type).
+std::string string_member(const json& object, const char* key, std::string fallback = {}) {
+  if (!object.is_object()) return fallback;
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 std::string_view language_name(Language language) {
   switch (language) {
     case Language::kJavaScript: return "javascript";
@@ -538,7 +545,7 @@ struct BedrockAgentCoreSandbox::Impl {
     // A tool that reports isError explains itself in its text.
     std::string text;
     for (const auto& block : inv.content)
-      if (block.is_object() && block.value("type", "") == "text" && block.contains("text") && block["text"].is_string())
+      if (block.is_object() && string_member(block, "type", "") == "text" && block.contains("text") && block["text"].is_string())
         text += block["text"].get<std::string>();
     std::string lowered = text;
     std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -595,7 +602,7 @@ struct BedrockAgentCoreSandbox::Impl {
     if (!(inv.exchange.success() && inv.result_seen && !inv.is_error && !inv.exception))
       throw_tool_error(inv, Stage::kDownload, "read_file");
     for (const auto& block : inv.content) {
-      if (!block.is_object() || block.value("type", "") != "resource" || !block.contains("resource")) continue;
+      if (!block.is_object() || string_member(block, "type", "") != "resource" || !block.contains("resource")) continue;
       const auto& resource = block["resource"];
       if (resource.contains("text") && resource["text"].is_string()) return resource["text"].get<std::string>();
       if (resource.contains("blob") && resource["blob"].is_string()) {
@@ -685,7 +692,7 @@ struct BedrockAgentCoreSandbox::Impl {
       if (inv.out.empty() && inv.err.empty() && !inv.structured.contains("stdout")) {
         std::string text;
         for (const auto& block : inv.content)
-          if (block.is_object() && block.value("type", "") == "text" && block.contains("text") && block["text"].is_string())
+          if (block.is_object() && string_member(block, "type", "") == "text" && block.contains("text") && block["text"].is_string())
             text += block["text"].get<std::string>();
         try {
           (r.status == ExecutionStatus::kSuccess ? out : err).feed(text);
@@ -695,8 +702,8 @@ struct BedrockAgentCoreSandbox::Impl {
         }
       }
       for (const auto& block : inv.content) {
-        if (block.is_object() && block.value("type", "") == "image" && block.contains("data") && block["data"].is_string())
-          r.results.push_back(RichResult{{{block.value("mimeType", "image/png"), block["data"].get<std::string>()}}, false});
+        if (block.is_object() && string_member(block, "type", "") == "image" && block.contains("data") && block["data"].is_string())
+          r.results.push_back(RichResult{{{string_member(block, "mimeType", "image/png"), block["data"].get<std::string>()}}, false});
       }
     }
     r.truncated = out.truncated() || err.truncated();
@@ -964,14 +971,14 @@ std::vector<FileInfo> BedrockAgentCoreSandbox::do_list_files(std::string_view di
     impl_->throw_tool_error(inv, Stage::kDownload, "list_files");
   std::vector<FileInfo> files;
   for (const auto& block : inv.content) {
-    if (!block.is_object() || block.value("type", "") != "resource_link") continue;
+    if (!block.is_object() || string_member(block, "type", "") != "resource_link") continue;
     FileInfo info;
-    info.name = block.value("name", "");
-    std::string uri = block.value("uri", "");
+    info.name = string_member(block, "name", "");
+    std::string uri = string_member(block, "uri", "");
     if (uri.rfind("file:///", 0) == 0) uri = uri.substr(8);
     else if (uri.rfind("file://", 0) == 0) uri = uri.substr(7);
     info.path = uri;
-    info.is_directory = block.value("description", "") == "Directory" || block.value("mimeType", "") == "inode/directory";
+    info.is_directory = string_member(block, "description", "") == "Directory" || string_member(block, "mimeType", "") == "inode/directory";
     if (const auto size = block.find("size"); size != block.end() && size->is_number_unsigned()) info.size = size->get<std::uint64_t>();
     files.push_back(std::move(info));
   }

@@ -133,3 +133,37 @@ TEST_CASE("bedrock hostile: a frame whose :message-type is missing, unknown or n
     }
   }
 }
+
+TEST_CASE("bedrock hostile: content blocks whose type, mimeType, name or uri are not strings are ignored, never "
+          "thrown out of execute_code or list_files",
+          "[bedrock][hostile]") {
+  ScriptedAgentCore server([](const std::string& tool, const json&, int) {
+    if (tool == "listFiles")
+      return std::optional(result_frame(
+          {{"content",
+            json::array({{{"type", 7}, {"name", "x"}},
+                         {{"type", "resource_link"}, {"name", 1}, {"uri", false}, {"description", 2}, {"mimeType", 3}},
+                         {{"type", "resource_link"}, {"name", "a.txt"}, {"uri", "file:///a.txt"}, {"size", 4}}})}}));
+    return std::optional(result_frame(
+        {{"content", json::array({{{"type", 1}, {"text", "odd\n"}},
+                                  {{"type", "image"}, {"data", "AAAA"}, {"mimeType", 5}},
+                                  {{"type", "text"}, {"text", "hello\n"}}})},
+         {"isError", false}}));
+  });
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  const auto r = sandbox->execute_code("print('hello')");
+  CHECK(r.status == ExecutionStatus::kSuccess);
+  CHECK(r.stdout_text == "hello\n");
+  REQUIRE(r.results.size() == 1);
+  CHECK(r.results[0].data == std::map<std::string, std::string>{{"image/png", "AAAA"}});
+
+  const auto files = sandbox->list_files(".");
+  REQUIRE(files.size() == 2);
+  CHECK(files[0].name.empty());
+  CHECK(files[0].path.empty());
+  CHECK_FALSE(files[0].is_directory);
+  CHECK(files[1].name == "a.txt");
+  CHECK(files[1].path == "a.txt");
+  CHECK(files[1].size == 4);
+  sandbox->terminate();
+}
