@@ -5,7 +5,6 @@
 #include <fstream>
 #include <mutex>
 #include <random>
-#include <regex>
 #include <stdexcept>
 #include <thread>
 
@@ -171,19 +170,31 @@ std::string aws_type(std::string_view name) {
 }
 
 // The last "Name: value" line of a Python traceback in stderr (the service reports exceptions only as text).
+// A linear scan, not std::regex: libstdc++'s matcher recurses once per character and overflows the stack on a
+// line of ~100 KB, and an exception's message can be that long.
 std::optional<CodeError> parse_python_error(const std::string& stderr_text) {
-  static const std::regex kLine(R"(^([A-Za-z_][A-Za-z0-9_.]*)(?::\s?(.*))?$)");
   if (stderr_text.find("Traceback (most recent call last)") == std::string::npos) return std::nullopt;
   std::size_t end = stderr_text.size();
   while (end > 0) {
     const auto start = stderr_text.rfind('\n', end - 1);
     const std::size_t from = start == std::string::npos ? 0 : start + 1;
-    std::string line = stderr_text.substr(from, end - from);
+    const std::string_view line = std::string_view(stderr_text).substr(from, end - from);
     end = start == std::string::npos ? 0 : start;
     if (line.empty()) continue;
-    std::smatch m;
-    if (std::regex_match(line, m, kLine)) return CodeError{m[1].str(), m[2].str(), stderr_text};
-    return std::nullopt;
+    // ^([A-Za-z_][A-Za-z0-9_.]*)(?::\s?(.*))?$
+    const auto ident = [](unsigned char c) { return std::isalpha(c) || c == '_'; };
+    if (!ident(static_cast<unsigned char>(line[0]))) return std::nullopt;
+    std::size_t n = 1;
+    while (n < line.size() && (ident(static_cast<unsigned char>(line[n])) || std::isdigit(static_cast<unsigned char>(line[n])) ||
+                               line[n] == '.'))
+      ++n;
+    if (n == line.size()) return CodeError{std::string(line), "", stderr_text};
+    if (line[n] != ':') return std::nullopt;
+    std::size_t value = n + 1;
+    if (value < line.size() && std::isspace(static_cast<unsigned char>(line[value]))) ++value;
+    // '.' in the pattern stops at '\r' as it does at '\n'.
+    if (line.find('\r', value) != std::string_view::npos) return std::nullopt;
+    return CodeError{std::string(line.substr(0, n)), std::string(line.substr(value)), stderr_text};
   }
   return std::nullopt;
 }

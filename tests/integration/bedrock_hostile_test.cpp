@@ -167,3 +167,25 @@ TEST_CASE("bedrock hostile: content blocks whose type, mimeType, name or uri are
   CHECK(files[1].size == 4);
   sandbox->terminate();
 }
+
+TEST_CASE("bedrock hostile: a traceback whose last line is megabytes long is parsed without std::regex's "
+          "recursion (no stack overflow)",
+          "[bedrock][hostile]") {
+  const std::string message(2'000'000, 'x');
+  ScriptedAgentCore server([&](const std::string&, const json&, int) {
+    const std::string err = "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nValueError: " +
+                            message + "\n";
+    return std::optional(result_frame(
+        {{"content", json::array()},
+         {"structuredContent", {{"stdout", ""}, {"stderr", err}, {"exitCode", 1}}},
+         {"isError", true}}));
+  });
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  const auto r = sandbox->execute_code("raise ValueError('x' * 2_000_000)");
+  CHECK(r.status == ExecutionStatus::kError);
+  CHECK(r.exit_code == 1);
+  REQUIRE(r.code_error);
+  CHECK(r.code_error->name == "ValueError");
+  CHECK(r.code_error->value == message);
+  sandbox->terminate();
+}
