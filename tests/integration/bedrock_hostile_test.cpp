@@ -189,3 +189,29 @@ TEST_CASE("bedrock hostile: a traceback whose last line is megabytes long is par
   CHECK(r.code_error->value == message);
   sandbox->terminate();
 }
+
+TEST_CASE("bedrock hostile: code, commands and paths that are not UTF-8 are std::invalid_argument, sent nowhere",
+          "[bedrock][hostile]") {
+  ScriptedAgentCore server([](const std::string&, const json&, int) {
+    return std::optional(result_frame({{"content", json::array()}}));
+  });
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  const std::string bad = "print('\xff')";
+  CHECK_THROWS_AS(sandbox->execute_code(bad), std::invalid_argument);
+  CHECK_THROWS_AS(sandbox->execute_command("echo \xfe"), std::invalid_argument);
+  CommandOptions in_bad_dir;
+  in_bad_dir.cwd = "dir\xff";
+  CHECK_THROWS_AS(sandbox->execute_command("true", in_bad_dir), std::invalid_argument);
+  CHECK_THROWS_AS(sandbox->write_file("a\xff.txt", "x"), std::invalid_argument);
+  CHECK_THROWS_AS(sandbox->read_file("a\xff.txt"), std::invalid_argument);
+  CHECK_THROWS_AS(sandbox->download_file("a\xff.txt"), std::invalid_argument);
+  CHECK_THROWS_AS(sandbox->list_files("d\xff"), std::invalid_argument);
+  CHECK_THROWS_AS(sandbox->remove_file("a\xff.txt"), std::invalid_argument);
+  CHECK_THROWS_AS(sandbox->make_dir("d\xff"), std::invalid_argument);
+  ExecuteOptions upload;
+  upload.upload_dir = "up\xff";
+  upload.files = {Attachment::from_bytes("x", "a.txt")};
+  CHECK_THROWS_AS(sandbox->execute_code("print(1)", upload), std::invalid_argument);
+  CHECK(server.invocations() == 0);
+  sandbox->terminate();
+}
