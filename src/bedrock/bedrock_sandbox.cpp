@@ -778,6 +778,7 @@ struct BedrockAgentCoreSandbox::Impl {
     std::string task_status;
     milliseconds poll{50};
     bool timed_out = false, cancelled = false;
+    std::optional<ExecutionResult> poll_failed;
     while (true) {
       const milliseconds left = bounded ? std::chrono::duration_cast<milliseconds>(deadline - Clock::now()) : milliseconds(0);
       if (bounded && left.count() <= 0) {
@@ -793,16 +794,17 @@ struct BedrockAgentCoreSandbox::Impl {
         timed_out = true;  // the poll ran into the command's budget; the output of the previous poll is kept
         break;
       }
-      last = std::move(polled);
-      if (auto failed = failure_of(last, std::string(cmd), "command")) {
+      if (auto failed = failure_of(polled, std::string(cmd), "command")) {
         // The task was started: whatever breaks now, it may be running.
         if (failed->status == ExecutionStatus::kError) {
           failed->status = ExecutionStatus::kUnknown;
           if (failed->failure) failed->failure->retry_safe = false;
         }
         stop_task(task_id);
-        return *failed;
+        poll_failed = std::move(*failed);  // it keeps the output of the previous poll, below
+        break;
       }
+      last = std::move(polled);
       const auto s = last.structured.find("taskStatus");
       task_status = s != last.structured.end() && s->is_string() ? s->get<std::string>() : "";
       if (task_status == "completed" || task_status == "failed" || task_status == "canceled") break;
@@ -832,6 +834,13 @@ struct BedrockAgentCoreSandbox::Impl {
     r.stdout_text = out.take_text();
     r.stderr_text = err.take_text();
     r.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
+    if (poll_failed) {
+      poll_failed->stdout_text = std::move(r.stdout_text);
+      poll_failed->stderr_text = std::move(r.stderr_text);
+      poll_failed->truncated = r.truncated;
+      poll_failed->duration = r.duration;
+      return std::move(*poll_failed);
+    }
     if (timed_out || cancelled) {
       stop_task(task_id);
       if (timed_out) {

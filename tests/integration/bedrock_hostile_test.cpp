@@ -215,3 +215,33 @@ TEST_CASE("bedrock hostile: code, commands and paths that are not UTF-8 are std:
   CHECK(server.invocations() == 0);
   sandbox->terminate();
 }
+
+TEST_CASE("bedrock hostile: output a getTask reported is kept when a later poll fails", "[bedrock][hostile]") {
+  std::atomic<int> polls{0};
+  ScriptedAgentCore server([&](const std::string& tool, const json&, int) -> std::optional<std::string> {
+    if (tool == "startCommandExecution")
+      return result_frame({{"content", json::array()},
+                           {"structuredContent", {{"taskId", "T1"}, {"taskStatus", "submitted"}}}});
+    if (tool == "getTask") {
+      if (polls++ == 0)
+        return result_frame(
+            {{"content", json::array()},
+             {"structuredContent", {{"taskId", "T1"}, {"taskStatus", "working"}, {"stdout", "partial\n"}, {"stderr", "warn\n"}}}});
+      return std::nullopt;  // every later poll (and libcurl's re-send of it) loses its connection
+    }
+    return result_frame({{"content", json::array()}, {"structuredContent", {{"taskId", "T1"}, {"taskStatus", "canceled"}}}});
+  });
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  std::string streamed;
+  CommandOptions options;
+  options.on_stdout = [&](std::string_view line) { streamed += line; };
+  const auto r = sandbox->execute_command("echo partial; sleep 5", options);
+  CHECK(r.status == ExecutionStatus::kUnknown);
+  CHECK(r.exit_code == -1);
+  REQUIRE(r.failure);
+  CHECK_FALSE(r.failure->retry_safe);
+  CHECK(r.stdout_text == "partial\n");
+  CHECK(r.stderr_text == "warn\n");
+  CHECK(streamed == "partial\n");
+  sandbox->terminate();
+}
