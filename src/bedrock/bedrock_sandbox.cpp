@@ -741,7 +741,6 @@ struct BedrockAgentCoreSandbox::Impl {
     std::unique_lock lock(exec_mutex);
     const auto started = Clock::now();
     std::string full;
-    if (o.cwd) full += "cd " + shell_quote(*o.cwd) + " && ";
     for (const auto& [name, value] : o.env) {
       const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
                               std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
@@ -750,7 +749,11 @@ struct BedrockAgentCoreSandbox::Impl {
                          std::nullopt);
       full += "export " + name + "=" + shell_quote(value) + "; ";
     }
-    full += cmd;
+    // A cwd that cannot be entered fails the command: `cd dir && cmd` alone would still run the rest of a list
+    // such as `a; b` in the wrong directory, so the command goes in a group (on lines of its own, so that a
+    // trailing comment or here-document cannot swallow the closing brace).
+    if (o.cwd) full += "cd -- " + shell_quote(*o.cwd) + " && {\n" + std::string(cmd) + "\n}";
+    else full += cmd;
 
     const milliseconds budget = o.timeout.value_or(kDefaultCommandTimeout);
     const bool bounded = budget.count() > 0;

@@ -245,3 +245,26 @@ TEST_CASE("bedrock hostile: output a getTask reported is kept when a later poll 
   CHECK(streamed == "partial\n");
   sandbox->terminate();
 }
+
+TEST_CASE("bedrock hostile: a command whose cwd cannot be entered does not run, not even the rest of a list",
+          "[bedrock][hostile]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  CommandOptions options;
+  options.cwd = "missing";
+  options.env = {{"A", "1"}, {"B", "2"}};
+  const auto r = sandbox->execute_command("echo first; touch ran_here; echo \"$A$B\"", options);
+  CHECK(r.status == ExecutionStatus::kError);
+  CHECK(r.exit_code == 1);
+  CHECK(r.stdout_text.empty());
+  CHECK(r.stderr_text.find("missing") != std::string::npos);
+  CHECK_FALSE(sandbox->download_file("ran_here"));
+
+  // A command that ends in a comment or a here-document still runs in the directory, with its env.
+  sandbox->make_dir("work");
+  options.cwd = "work";
+  const auto ok = sandbox->execute_command("basename \"$PWD\"; cat <<EOF\n$A$B\nEOF\n# done", options);
+  CHECK(ok.status == ExecutionStatus::kSuccess);
+  CHECK(ok.stdout_text == "work\n12\n");
+  sandbox->terminate();
+}
