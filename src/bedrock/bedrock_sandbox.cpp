@@ -254,6 +254,11 @@ struct BedrockAgentCoreSandbox::Impl {
       throw SandboxStartError("Bedrock AgentCore runs python, javascript or typescript, not " +
                                   std::string(to_string(options.language)),
                               Stage::kConfigure, ErrorKind::kUnsupported);
+    // "." and ".." are dot segments: libcurl removes them from the path, so the requests would go to other paths.
+    if (options.code_interpreter_identifier == "." || options.code_interpreter_identifier == "..")
+      throw SandboxStartError("code interpreter identifier '" + options.code_interpreter_identifier +
+                                  "' is not an interpreter id, e.g. aws.codeinterpreter.v1",
+                              Stage::kConfigure, ErrorKind::kInvalidArgument);
     if (!plain_identifier(options.code_interpreter_identifier))
       throw SandboxStartError("code interpreter identifier '" + bounded_text(options.code_interpreter_identifier, 80) +
                                   "' needs percent-encoding (an ARN?): pass the interpreter id instead, e.g. "

@@ -268,3 +268,25 @@ TEST_CASE("bedrock hostile: a command whose cwd cannot be entered does not run, 
   CHECK(ok.stdout_text == "work\n12\n");
   sandbox->terminate();
 }
+
+TEST_CASE("bedrock hostile: the identifiers '.' and '..' are refused at configure: libcurl would drop them from "
+          "the path",
+          "[bedrock][hostile]") {
+  ScriptedAgentCore server([](const std::string&, const json&, int) {
+    return std::optional(result_frame({{"content", json::array()}}));
+  });
+  for (const char* id : {".", ".."}) {
+    auto options = server.options();
+    options.code_interpreter_identifier = id;
+    try {
+      (void)BedrockAgentCoreSandbox::create(options);
+      FAIL("'" << id << "' must be refused");
+    } catch (const SandboxStartError& e) {
+      CHECK(e.stage() == Stage::kConfigure);
+      CHECK(e.kind() == ErrorKind::kInvalidArgument);
+      CHECK(std::string(e.what()) == "code interpreter identifier '" + std::string(id) +
+                                         "' is not an interpreter id, e.g. aws.codeinterpreter.v1");
+    }
+  }
+  CHECK(server.stops() == 0);
+}
