@@ -891,7 +891,8 @@ struct BedrockAgentCoreSandbox::Impl {
                                                               : kStopTaskTimeout;
     const auto inv = invoke("stopTask", {{"taskId", task_id}}, timeout, {}, true);
     if (!inv.exchange.success() || !inv.result_seen)
-      logger()->warn("bedrock: session {}: could not stop task {}", session_id, task_id);
+      // The task id is the service's text: bounded, one line, no echoed secret.
+      logger()->warn("bedrock: session {}: could not stop task {}", session_id, safe_name(service_text(task_id, config.credentials, 100)));
   }
 
   // ---- packages ----

@@ -290,3 +290,32 @@ TEST_CASE("bedrock hostile: the identifiers '.' and '..' are refused at configur
   }
   CHECK(server.stops() == 0);
 }
+
+TEST_CASE("bedrock hostile: a task id the service chose reaches the warning log bounded, on one line and without "
+          "an echoed secret",
+          "[bedrock][hostile]") {
+  const std::string task_id = test::kTestCredentials.secret_access_key + "\nFORGED LOG LINE " + std::string(100'000, 'x');
+  ScriptedAgentCore server([&](const std::string& tool, const json&, int) -> std::optional<std::string> {
+    if (tool == "startCommandExecution")
+      return result_frame({{"content", json::array()}, {"structuredContent", {{"taskId", task_id}, {"taskStatus", "submitted"}}}});
+    if (tool == "getTask")
+      return result_frame({{"content", json::array()}, {"structuredContent", {{"taskId", task_id}, {"taskStatus", "working"}}}});
+    return std::nullopt;  // stopTask fails: the warning names the task
+  });
+  std::ostringstream captured;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  set_logger(std::make_shared<spdlog::logger>("capture", sink));
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  CommandOptions options;
+  options.timeout = 300ms;
+  const auto r = sandbox->execute_command("sleep 5", options);
+  set_logger(nullptr);
+  CHECK(r.status == ExecutionStatus::kTimeout);
+  const std::string log = captured.str();
+  INFO(log.substr(0, 400));
+  CHECK(log.find("could not stop task") != std::string::npos);
+  CHECK(log.find(test::kTestCredentials.secret_access_key) == std::string::npos);
+  CHECK(log.find("\nFORGED") == std::string::npos);
+  CHECK(log.size() < 1000);
+  sandbox->terminate();
+}
