@@ -555,8 +555,12 @@ struct BedrockAgentCoreSandbox::Impl {
 
   // ---- files: through the file tools, paths relative to the session's working directory (bedrock.md §3) ----
 
-  [[noreturn]] void throw_tool_error(const Invocation& inv, Stage stage, std::string_view what) {
+  // `session_gone`, when given, learns whether the failure showed the session already gone (an upload reports it
+  // as state_lost).
+  [[noreturn]] void throw_tool_error(const Invocation& inv, Stage stage, std::string_view what,
+                                     bool* session_gone = nullptr) {
     if (auto r = failure_of(inv, "", what)) {
+      if (session_gone) *session_gone = r->state_lost;
       ErrorKind kind = ErrorKind::kUnknown;
       if (inv.exchange.ok() && inv.status != 200) kind = aws_error_kind(aws_error(inv.exchange.response, inv.error_body, config.credentials).code, inv.status);
       else if (!inv.exchange.ok()) kind = http::error_kind(inv.exchange);
@@ -595,28 +599,28 @@ struct BedrockAgentCoreSandbox::Impl {
     }
   }
 
-  void ensure_parent(std::string_view path, std::stop_token cancel) {
+  void ensure_parent(std::string_view path, std::stop_token cancel, bool* session_gone) {
     const auto slash = path.rfind('/');
     if (slash == std::string_view::npos || slash == 0) return;
     // writeFiles may not create parent directories (bedrock.md §3, §9.9).
-    make_directory(path.substr(0, slash), cancel);
+    make_directory(path.substr(0, slash), cancel, session_gone);
   }
 
-  void make_directory(std::string_view path, std::stop_token cancel) {
+  void make_directory(std::string_view path, std::stop_token cancel, bool* session_gone = nullptr) {
     const auto inv = file_tool("executeCommand", {{"command", "mkdir -p -- " + shell_quote(path)}}, cancel, true);
     if (inv.exchange.success() && inv.result_seen && !inv.is_error && !inv.exception) return;
-    throw_tool_error(inv, Stage::kUpload, "make_dir");
+    throw_tool_error(inv, Stage::kUpload, "make_dir", session_gone);
   }
 
-  void write(std::string_view path, std::string_view data, std::stop_token cancel) {
-    ensure_parent(path, cancel);
+  void write(std::string_view path, std::string_view data, std::stop_token cancel, bool* session_gone = nullptr) {
+    ensure_parent(path, cancel, session_gone);
     json block = {{"path", path}};
     // Text stays text; anything else is a blob, base64-encoded exactly once (bedrock.md §9.1).
     if (detail::is_valid_utf8(data) && data.find('\0') == std::string_view::npos) block["text"] = data;
     else block["blob"] = detail::base64_encode(data);
     const auto inv = file_tool("writeFiles", {{"content", json::array({block})}}, cancel, false);
     if (inv.exchange.success() && inv.result_seen && !inv.is_error && !inv.exception) return;
-    throw_tool_error(inv, Stage::kUpload, "write_file");
+    throw_tool_error(inv, Stage::kUpload, "write_file", session_gone);
   }
 
   std::string read(std::string_view path, std::stop_token cancel, Timeout timeout = std::nullopt) {
@@ -653,22 +657,25 @@ struct BedrockAgentCoreSandbox::Impl {
                                  " code on Bedrock AgentCore (ExecuteOptions::env)", std::nullopt);
     if (!o.files.empty()) {
       const std::string dir = o.upload_dir.value_or("files");
+      bool session_gone = false;
       try {
-        make_directory(dir, call->token());
+        make_directory(dir, call->token(), &session_gone);
         for (const auto& f : o.files) {
           if (f.source) {
             std::ifstream in(*f.source, std::ios::binary);
             if (!in) return never_ran(code, "upload failed: cannot read " + f.source->string(), std::nullopt);
             const std::string bytes((std::istreambuf_iterator<char>(in)), {});
-            write(dir + "/" + f.filename, bytes, call->token());
+            write(dir + "/" + f.filename, bytes, call->token(), &session_gone);
           } else {
-            write(dir + "/" + f.filename, f.data, call->token());
+            write(dir + "/" + f.filename, f.data, call->token(), &session_gone);
           }
         }
       } catch (const SandboxNotInitializedError&) {
         throw;
       } catch (const std::exception& e) {
-        return upload_refused(code, e);
+        auto refused = upload_refused(code, e);
+        refused.state_lost = session_gone;  // e.g. the session expired before the call: a 404 to the first upload
+        return refused;
       }
     }
 

@@ -319,3 +319,22 @@ TEST_CASE("bedrock hostile: a task id the service chose reaches the warning log 
   CHECK(log.size() < 1000);
   sandbox->terminate();
 }
+
+TEST_CASE("bedrock hostile: attachments to a session that expired before the call: ERROR upload, retry_safe, "
+          "state_lost, as without attachments",
+          "[bedrock][hostile]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault({{"operation", "invoke"}, {"tool", "executeCommand"}, {"action", "expire_session"}});
+  ExecuteOptions options;
+  options.files = {Attachment::from_bytes("x", "a.txt")};
+  const auto r = sandbox->execute_code("print(1)", options);
+  CHECK(r.status == ExecutionStatus::kError);
+  CHECK(r.exit_code == -1);
+  REQUIRE(r.failure);
+  CHECK(r.failure->exception_type == "upload");
+  CHECK(r.failure->retry_safe);
+  CHECK(r.state_lost);
+  CHECK(server.requests("invoke", "executeCode").empty());
+  sandbox->terminate();
+}
