@@ -101,9 +101,27 @@ std::string safe_name(std::string_view text) {
   return out;
 }
 
+// A request signature the service echoed (an Authorization header or a presigned query quoted in a message) is a
+// secret too, but libcurl computed it, so it is found by its shape: the hex digits after "signature=", any case.
+void redact_signatures(std::string& text) {
+  static constexpr std::string_view kKey = "signature=";
+  for (std::size_t at = 0; at + kKey.size() <= text.size(); ++at) {
+    bool match = true;
+    for (std::size_t i = 0; i < kKey.size() && match; ++i)
+      match = std::tolower(static_cast<unsigned char>(text[at + i])) == kKey[i];
+    if (!match) continue;
+    const std::size_t from = at + kKey.size();
+    std::size_t end = from;
+    while (end < text.size() && std::isxdigit(static_cast<unsigned char>(text[end]))) ++end;
+    if (end > from) text.replace(from, end - from, "[redacted]");
+    at = from - 1;
+  }
+}
+
 // The service's own words, bounded, valid UTF-8 and with every secret it echoed redacted (design.md §1.3).
 std::string service_text(std::string text, const AwsCredentials& secrets, std::size_t limit = 300) {
   detail::redact(text, {secrets.secret_access_key, secrets.session_token});
+  redact_signatures(text);
   return bounded_text(text, limit);
 }
 
@@ -145,6 +163,7 @@ AwsError aws_error(const http::Response& response, std::string_view body,
   if (const auto colon = e.code.find_first_of(":,"); colon != std::string::npos) e.code.resize(colon);
   if (const auto hash = e.code.find('#'); hash != std::string::npos) e.code = e.code.substr(hash + 1);
   detail::redact(e.code, {secrets.secret_access_key, secrets.session_token});
+  redact_signatures(e.code);
   e.code = safe_name(e.code);
   e.message = service_text(std::move(e.message), secrets);
   return e;
@@ -402,6 +421,7 @@ struct BedrockAgentCoreSandbox::Impl {
           std::string name(type == "exception" ? message.string_header(":exception-type").value_or("")
                                                : message.string_header(":error-code").value_or(""));
           detail::redact(name, {config.credentials.secret_access_key, config.credentials.session_token});
+          redact_signatures(name);
           name = safe_name(name);
           if (name.empty()) name = type == "exception" ? "UnknownException" : "InternalFailure";
           inv.exception = aws_type(name);

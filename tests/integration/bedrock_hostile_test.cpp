@@ -338,3 +338,40 @@ TEST_CASE("bedrock hostile: attachments to a session that expired before the cal
   CHECK(server.requests("invoke", "executeCode").empty());
   sandbox->terminate();
 }
+
+TEST_CASE("bedrock hostile: a request signature the service echoed is redacted from the error and its cause",
+          "[bedrock][hostile]") {
+  std::mutex mutex;
+  std::string signature;
+  LocalHttpServer echo([&](ServerConnection& c, int) {
+    while (auto request = c.read_request()) {
+      const std::string authorization = request->headers["authorization"];
+      {
+        std::lock_guard lock(mutex);
+        signature = authorization.substr(authorization.find("Signature=") + 10);
+      }
+      c.respond(403, json{{"message", "denied: Authorization: " + authorization}}.dump(),
+                "Content-Type: application/json\r\nx-amzn-ErrorType: AccessDeniedException\r\n");
+    }
+  });
+  BedrockOptions options;
+  options.region = "us-east-1";
+  options.endpoint_url = echo.url("");
+  options.credentials = test::kTestCredentials;
+  try {
+    (void)BedrockAgentCoreSandbox::create(options);
+    FAIL("a 403 must throw");
+  } catch (const SandboxStartError& e) {
+    std::lock_guard lock(mutex);
+    REQUIRE(signature.size() == 64);
+    const std::string message = e.what();
+    CHECK(message.find("Signature=[redacted]") != std::string::npos);
+    CHECK(message.find(signature) == std::string::npos);
+    try {
+      std::rethrow_if_nested(e);
+      FAIL("a cause must be nested");
+    } catch (const TransportError& cause) {
+      CHECK(std::string(cause.what()).find(signature) == std::string::npos);
+    }
+  }
+}
