@@ -35,7 +35,8 @@ struct BedrockOptions {
   /// (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials) and config file (AWS_CONFIG_FILE or ~/.aws/config) for
   /// `profile`.
   std::optional<AwsCredentials> credentials;
-  std::optional<std::string> profile;  ///< else AWS_PROFILE, else "default"
+  /// Else AWS_PROFILE, else "default". Set here (like the CLI's --profile), it also skips the AWS_* key variables.
+  std::optional<std::string> profile;
   /// The code interpreter to start a session of. Only identifiers made of letters, digits, '.', '-', '_' and
   /// '~' are accepted (an ARN is refused: pass the interpreter id).
   std::string code_interpreter_identifier = "aws.codeinterpreter.v1";

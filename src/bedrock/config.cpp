@@ -96,11 +96,15 @@ ResolvedConfig resolve_config(const BedrockOptions& options) {
   // The config file names profiles "[profile x]", except "[default]".
   const auto* config_section = section(config_file, profile == "default" ? "default" : "profile " + profile);
 
-  // Credentials: options, environment, credentials file, config file.
+  // Credentials: options, environment, credentials file, config file. As in the AWS CLI and SDKs, a profile named
+  // explicitly (the option, like `--profile`; not AWS_PROFILE) skips the environment's keys: the caller asked for
+  // that profile's credentials.
+  const bool explicit_profile = options.profile.has_value();
   if (options.credentials) {
     config.credentials = *options.credentials;
     config.credentials_source = "options";
-  } else if (auto id = from_env("AWS_ACCESS_KEY_ID"), secret = from_env("AWS_SECRET_ACCESS_KEY"); id && secret) {
+  } else if (auto id = from_env("AWS_ACCESS_KEY_ID"), secret = from_env("AWS_SECRET_ACCESS_KEY");
+             !explicit_profile && id && secret) {
     config.credentials = {*id, *secret, from_env("AWS_SESSION_TOKEN").value_or("")};
     config.credentials_source = "environment";
   } else if (auto c = credentials_in(section(credentials_file, profile))) {

@@ -263,6 +263,31 @@ TEST_CASE("resolve_config: a named profile is '[name]' in the credentials file a
   CHECK(cfgonly.region == "sa-east-1");
 }
 
+TEST_CASE("resolve_config: a profile named in the options skips the environment's keys, as --profile does; "
+          "AWS_PROFILE does not",
+          "[bedrock_config]") {
+  Environment env;
+  set_env_credentials();
+  env.write(".aws/credentials", "[ci]\naws_access_key_id = AKIDPROFILE\naws_secret_access_key = profilesecret\n");
+
+  BedrockOptions named = with_region();
+  named.profile = "ci";
+  const auto config = resolve_config(named);
+  CHECK(config.credentials.access_key_id == "AKIDPROFILE");
+  CHECK(config.credentials.secret_access_key == "profilesecret");
+  CHECK(config.credentials_source == "credentials file");
+
+  Environment::set("AWS_PROFILE", "ci");
+  const auto from_variable = resolve_config(with_region());
+  CHECK(from_variable.credentials.access_key_id == "AKIDENVIRONMENT");
+  CHECK(from_variable.credentials_source == "environment");
+
+  // The named profile has no keys: the environment's are not used instead.
+  named.profile = "absent";
+  const auto e = refusal(named, ErrorKind::kUnauthenticated);
+  CHECK(std::string(e.what()).find("profile 'absent'") != std::string::npos);
+}
+
 // ---- region ----
 
 TEST_CASE("resolve_config: region from options, then AWS_REGION, then AWS_DEFAULT_REGION, then the profile",
