@@ -4,7 +4,10 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
+
+#include <curl/curl.h>
 
 namespace code_interpreter::bedrock {
 namespace {
@@ -154,6 +157,18 @@ ResolvedConfig resolve_config(const BedrockOptions& options) {
   // Request paths are appended to the endpoint: after a query or a fragment they would not be the path.
   if (config.endpoint.find_first_of("?#") != std::string::npos)
     refuse("the Bedrock endpoint must not contain a query or a fragment ('?' or '#')", ErrorKind::kInvalidArgument);
+  // What libcurl could not parse (no host, a port over 65535, an open '[') would otherwise fail every request as
+  // URL_MALFORMAT, after the retries; a user name or password in it would also be quoted in messages.
+  const std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> url(curl_url(), &curl_url_cleanup);
+  char* host = nullptr;
+  const bool parsed = url && curl_url_set(url.get(), CURLUPART_URL, config.endpoint.c_str(), 0) == CURLUE_OK &&
+                      curl_url_get(url.get(), CURLUPART_HOST, &host, 0) == CURLUE_OK && host != nullptr && *host != '\0';
+  curl_free(host);
+  if (!parsed) refuse("the Bedrock endpoint is not a URL with a host (and a port of at most 65535)", ErrorKind::kInvalidArgument);
+  char* user = nullptr;
+  const bool has_user = curl_url_get(url.get(), CURLUPART_USER, &user, 0) == CURLUE_OK && user != nullptr;
+  curl_free(user);
+  if (has_user) refuse("the Bedrock endpoint must not contain a user name or password", ErrorKind::kInvalidArgument);
   return config;
 }
 

@@ -395,6 +395,34 @@ TEST_CASE("resolve_config: an endpoint without http:// or https://, or with a sp
   (void)refusal(with_region(), ErrorKind::kInvalidArgument);
 }
 
+TEST_CASE("resolve_config: an endpoint libcurl cannot parse, without a host, with a port over 65535 or with a user "
+          "name is refused at configure",
+          "[bedrock_config]") {
+  Environment env;
+  set_env_credentials();
+  auto options = with_region();
+  for (const char* endpoint : {"http://:80", "http://[::1", "http://127.0.0.1:99999", "https://"}) {
+    INFO(endpoint);
+    options.endpoint_url = endpoint;
+    (void)refusal(options, ErrorKind::kInvalidArgument);
+  }
+  options.endpoint_url = "http://127.0.0.1:99999";
+  CHECK(std::string(refusal(options, ErrorKind::kInvalidArgument).what()) ==
+        "the Bedrock endpoint is not a URL with a host (and a port of at most 65535)");
+  for (const char* endpoint : {"http://user:hunter2@127.0.0.1:4566", "https://user@example.com"}) {
+    INFO(endpoint);
+    options.endpoint_url = endpoint;
+    const std::string message = refusal(options, ErrorKind::kInvalidArgument).what();
+    CHECK(message == "the Bedrock endpoint must not contain a user name or password");
+  }
+  // What is fine stays fine: a port, a path prefix, an IPv6 literal.
+  for (const char* endpoint : {"http://127.0.0.1:4566", "https://example.com/prefix", "http://[::1]:4566"}) {
+    INFO(endpoint);
+    options.endpoint_url = endpoint;
+    CHECK(resolve_config(options).endpoint == endpoint);
+  }
+}
+
 TEST_CASE("resolve_config: an access key id with ':' or a control character, or a secret or token with a control "
           "character, is refused without quoting it",
           "[bedrock_config]") {
