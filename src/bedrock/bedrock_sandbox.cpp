@@ -347,7 +347,7 @@ struct BedrockAgentCoreSandbox::Impl {
     req.timeout = deadline.bound(options.request_timeout);
     const auto ex = http::perform_with_retries(client, req, {}, deadline_hooks(deadline));
     if (!ex.success()) throw_service_error<SandboxStartError>(ex, Stage::kCreate, "StartCodeInterpreterSession");
-    const json answer = json::parse(ex.response.body, nullptr, false);
+    const json answer = detail::parse_untrusted_json(ex.response.body);
     if (!answer.is_object() || !answer.contains("sessionId") || !answer["sessionId"].is_string() ||
         !valid_session_id(answer["sessionId"].get<std::string>()))
       throw SandboxStartError("StartCodeInterpreterSession answered without a usable sessionId", Stage::kCreate,
@@ -374,7 +374,7 @@ struct BedrockAgentCoreSandbox::Impl {
     const auto ex = client.perform(req);
     if (ex.ok() && ex.response.status == 404) return std::string("TERMINATED");
     if (!ex.success()) return std::nullopt;
-    const json answer = json::parse(ex.response.body, nullptr, false);
+    const json answer = detail::parse_untrusted_json(ex.response.body);
     if (!answer.is_object() || !answer.contains("status") || !answer["status"].is_string()) return std::nullopt;
     return answer["status"].get<std::string>();
   }

@@ -375,3 +375,49 @@ TEST_CASE("bedrock hostile: a request signature the service echoed is redacted f
     }
   }
 }
+
+TEST_CASE("bedrock hostile: a Start or Get answer of more than a million JSON values is refused like any other "
+          "hostile JSON, not parsed into memory",
+          "[bedrock][hostile]") {
+  std::string values = "[0";
+  for (int i = 0; i < (1 << 20); ++i) values += ",0";
+  values += "]";
+  std::atomic<bool> hostile_get{false};
+  LocalHttpServer server([&](ServerConnection& c, int) {
+    while (auto request = c.read_request()) {
+      const bool start = request->target.find("/sessions/start") != std::string::npos;
+      const bool get = request->target.find("/sessions/get") != std::string::npos;
+      if (start && !hostile_get)
+        c.respond(200, R"({"sessionId":"SESSION1","padding":)" + values + "}", "Content-Type: application/json\r\n");
+      else if (start)
+        c.respond(200, R"({"sessionId":"SESSION1"})", "Content-Type: application/json\r\n");
+      else if (get)
+        c.respond(200, R"({"sessionId":"SESSION1","status":"READY","padding":)" + values + "}",
+                  "Content-Type: application/json\r\n");
+      else
+        c.respond(200, R"({"sessionId":"SESSION1"})", "Content-Type: application/json\r\n");
+    }
+  });
+  BedrockOptions options;
+  options.region = "us-east-1";
+  options.endpoint_url = server.url("");
+  options.credentials = test::kTestCredentials;
+  try {
+    (void)BedrockAgentCoreSandbox::create(options);
+    FAIL("the Start answer must be refused");
+  } catch (const SandboxStartError& e) {
+    CHECK(e.stage() == Stage::kCreate);
+    CHECK(e.kind() == ErrorKind::kInternal);
+    CHECK(std::string(e.what()) == "StartCodeInterpreterSession answered without a usable sessionId");
+  }
+  hostile_get = true;
+  auto sandbox = BedrockAgentCoreSandbox::create(options);
+  try {
+    (void)sandbox->session_status();
+    FAIL("the Get answer must be refused");
+  } catch (const SandboxExecutionError& e) {
+    CHECK(e.stage() == Stage::kExecute);
+    CHECK(std::string(e.what()) == "GetCodeInterpreterSession failed");
+  }
+  sandbox->terminate();
+}
