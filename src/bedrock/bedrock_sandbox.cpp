@@ -285,8 +285,20 @@ struct BedrockAgentCoreSandbox::Impl {
                               Stage::kConfigure, ErrorKind::kInvalidArgument);
     if (options.session_timeout.count() < 1 || options.session_timeout.count() > 28800)
       throw SandboxStartError("session_timeout must be 1..28800 seconds", Stage::kConfigure, ErrorKind::kInvalidArgument);
-    if (options.session_name && (options.session_name->empty() || options.session_name->size() > 100))
-      throw SandboxStartError("session_name must be 1..100 characters", Stage::kConfigure, ErrorKind::kInvalidArgument);
+    // Both go into JSON text (nlohmann's dump() throws type_error on bytes that are not UTF-8); the model's length
+    // counts characters, not bytes.
+    if (options.session_name) {
+      const auto& name = *options.session_name;
+      const auto characters = std::count_if(name.begin(), name.end(),
+                                            [](unsigned char c) { return (c & 0xC0) != 0x80; });
+      if (!detail::is_valid_utf8(name) || characters < 1 || characters > 100)
+        throw SandboxStartError("session_name must be 1..100 characters of UTF-8", Stage::kConfigure,
+                                ErrorKind::kInvalidArgument);
+    }
+    for (const auto& package : options.additional_packages)
+      if (package.empty() || !detail::is_valid_utf8(package) || package.find('\0') != std::string::npos)
+        throw SandboxStartError("additional_packages: a package name is empty, has a NUL byte or is not UTF-8",
+                                Stage::kConfigure, ErrorKind::kInvalidArgument);
     config = bedrock::resolve_config(options);
     options.credentials.reset();
     language = options.language;

@@ -421,3 +421,36 @@ TEST_CASE("bedrock hostile: a Start or Get answer of more than a million JSON va
   }
   sandbox->terminate();
 }
+
+TEST_CASE("bedrock hostile: session_name counts characters, not bytes; a session_name or package name that is not "
+          "UTF-8 is SandboxStartError(configure), not a JSON exception",
+          "[bedrock][hostile]") {
+  ScriptedAgentCore server([](const std::string&, const json&, int) {
+    return std::optional(result_frame({{"content", json::array()}}));
+  });
+  std::string hundred;
+  for (int i = 0; i < 100; ++i) hundred += "\xc3\xa9";  // é: 100 characters, 200 bytes
+  auto options = server.options();
+  options.session_name = hundred;
+  auto sandbox = BedrockAgentCoreSandbox::create(options);
+  sandbox->terminate();
+
+  const auto refused = [&](BedrockOptions o, std::string_view message) {
+    try {
+      (void)BedrockAgentCoreSandbox::create(std::move(o));
+      FAIL("create must throw");
+    } catch (const SandboxStartError& e) {
+      CHECK(e.stage() == Stage::kConfigure);
+      CHECK(e.kind() == ErrorKind::kInvalidArgument);
+      CHECK(std::string(e.what()) == message);
+    }
+  };
+  options.session_name = hundred + "\xc3\xa9";
+  refused(options, "session_name must be 1..100 characters of UTF-8");
+  options.session_name = "name\xff";
+  refused(options, "session_name must be 1..100 characters of UTF-8");
+  options.session_name.reset();
+  options.additional_packages = {"numpy", "bad\xff"};
+  refused(options, "additional_packages: a package name is empty, has a NUL byte or is not UTF-8");
+  CHECK(server.invocations() == 0);
+}
