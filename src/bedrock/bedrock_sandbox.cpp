@@ -1,6 +1,8 @@
 #include "code_interpreter/bedrock_sandbox.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <cctype>
 #include <fstream>
 #include <mutex>
@@ -579,10 +581,17 @@ struct BedrockAgentCoreSandbox::Impl {
     return std::nullopt;
   }
 
+  // The service's exitCode, if it sent an integer. It is untrusted: a value that does not fit in an int must not
+  // wrap (to 0, SUCCESS, say); it gives 1, as CPython's own exit does for such a value (the rule of docs/errors.md).
   static std::optional<int> exit_code_of(const Invocation& inv) {
     const auto it = inv.structured.find("exitCode");
     if (it == inv.structured.end() || !it->is_number_integer()) return std::nullopt;
-    return it->get<int>();
+    if (it->is_number_unsigned()) {
+      const auto v = it->get<std::uint64_t>();
+      return v <= static_cast<std::uint64_t>(std::numeric_limits<int>::max()) ? static_cast<int>(v) : 1;
+    }
+    const auto v = it->get<std::int64_t>();
+    return v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max() ? static_cast<int>(v) : 1;
   }
 
   // ---- files: through the file tools, paths relative to the session's working directory (bedrock.md §3) ----
@@ -618,7 +627,12 @@ struct BedrockAgentCoreSandbox::Impl {
                        Timeout timeout = std::nullopt) {
     const milliseconds t = timeout ? (timeout->count() > 0 ? *timeout : milliseconds(0)) : options.request_timeout;
     if (!idempotent) return invoke(tool, std::move(arguments), t, std::move(cancel), false);
-    // Reads may be repeated: retry what never reached the service or was refused as transient, all within `t`.
+    return invoke_read(tool, arguments, t, cancel);
+  }
+
+  // A tool that only reads (readFiles, listFiles, getTask) may be repeated: what never reached the service, or was
+  // refused as transient (429, 5xx, a throttling first frame), is retried up to three times, all within `t`.
+  Invocation invoke_read(std::string_view tool, const json& arguments, milliseconds t, std::stop_token cancel) {
     const auto deadline = Deadline::after(t, t);
     for (int attempt = 1;; ++attempt) {
       auto inv = invoke(tool, arguments, deadline.bound(t), cancel, true);
@@ -832,7 +846,8 @@ struct BedrockAgentCoreSandbox::Impl {
         timed_out = true;
         break;
       }
-      auto polled = invoke("getTask", {{"taskId", task_id}}, request_budget(), call->token(), true);
+      // A poll only reads: one throttled or lost poll must not end a command that is still running.
+      auto polled = invoke_read("getTask", {{"taskId", task_id}}, request_budget(), call->token());
       if (call->token().stop_requested()) {
         cancelled = true;
         break;
@@ -907,9 +922,7 @@ struct BedrockAgentCoreSandbox::Impl {
       r.error = "an output callback threw; the call was cancelled";
       return r;
     }
-    const auto exit = last.structured.find("exitCode");
-    const std::optional<int> code = exit != last.structured.end() && exit->is_number_integer()
-                                        ? std::optional(exit->get<int>()) : std::nullopt;
+    const std::optional<int> code = exit_code_of(last);
     if (task_status == "canceled") {
       r.status = ExecutionStatus::kError;
       r.exit_code = -1;

@@ -454,3 +454,57 @@ TEST_CASE("bedrock hostile: session_name counts characters, not bytes; a session
   refused(options, "additional_packages: a package name is empty, has a NUL byte or is not UTF-8");
   CHECK(server.invocations() == 0);
 }
+
+TEST_CASE("bedrock hostile: an exitCode that does not fit in an int is 1, never wrapped to SUCCESS",
+          "[bedrock][hostile]") {
+  ScriptedAgentCore server([&](const std::string& tool, const json&, int index) -> std::optional<std::string> {
+    if (tool == "executeCode") {
+      // 2^32 would wrap to 0 through a 32-bit cast; -2^40 to 0 as well.
+      const json codes = json::array({4294967296ULL, -1099511627776LL, 2147483647, -7});
+      return result_frame({{"content", json::array()},
+                           {"isError", false},
+                           {"structuredContent", {{"stdout", ""}, {"stderr", ""}, {"exitCode", codes.at(index)}}}});
+    }
+    if (tool == "startCommandExecution")
+      return result_frame({{"content", json::array()},
+                           {"structuredContent", {{"taskId", "T1"}, {"taskStatus", "submitted"}}}});
+    return result_frame({{"content", json::array()},
+                         {"structuredContent", {{"taskId", "T1"}, {"taskStatus", "completed"}, {"exitCode", 4294967296ULL}}}});
+  });
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  for (const int expected : {1, 1, 2147483647, -7}) {
+    INFO(expected);
+    const auto r = sandbox->execute_code("1");
+    CHECK(r.status == ExecutionStatus::kError);
+    CHECK(r.exit_code == expected);
+  }
+  const auto command = sandbox->execute_command("true");
+  CHECK(command.status == ExecutionStatus::kError);
+  CHECK(command.exit_code == 1);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock hostile: a throttled getTask is polled again; the command's result still arrives",
+          "[bedrock][hostile]") {
+  std::atomic<int> polls{0};
+  ScriptedAgentCore server([&](const std::string& tool, const json&, int) -> std::optional<std::string> {
+    if (tool == "startCommandExecution")
+      return result_frame({{"content", json::array()},
+                           {"structuredContent", {{"taskId", "T1"}, {"taskStatus", "submitted"}}}});
+    if (tool == "getTask" && polls++ == 0)
+      return bedrock::encode_event_message(frame({{":message-type", text("exception")},
+                                                  {":exception-type", text("throttlingException")},
+                                                  {":content-type", text("application/json")}},
+                                                 R"({"message":"Rate exceeded"})"));
+    return result_frame({{"content", json::array()},
+                         {"structuredContent",
+                          {{"taskId", "T1"}, {"taskStatus", "completed"}, {"stdout", "done\n"}, {"exitCode", 0}}}});
+  });
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  const auto r = sandbox->execute_command("echo done");
+  CHECK(r.status == ExecutionStatus::kSuccess);
+  CHECK(r.exit_code == 0);
+  CHECK(r.stdout_text == "done\n");
+  CHECK(polls.load() == 2);
+  sandbox->terminate();
+}
