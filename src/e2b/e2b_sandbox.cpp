@@ -77,7 +77,7 @@ bool valid_sandbox_id(std::string_view id) {
 // replaced (before the cut, so no piece of one survives), bounded and made valid UTF-8, since the body is untrusted.
 std::string service_message(std::string_view body, std::initializer_list<std::string_view> secrets = {}) {
   std::string text(body);
-  const json parsed = json::parse(body, nullptr, false);
+  const json parsed = detail::parse_untrusted_json(body);
   if (parsed.is_object()) {
     if (const auto it = parsed.find("message"); it != parsed.end() && it->is_string()) text = it->get<std::string>();
   } else if (parsed.is_string()) {
@@ -262,7 +262,7 @@ struct E2BSandbox::Impl {
       logger()->error("e2b: could not list sandboxes to clean up a lost create ({})", http::to_transport_error(listed, "list").what());
       return false;
     }
-    const json found = json::parse(listed.response.body, nullptr, false);
+    const json found = detail::parse_untrusted_json(listed.response.body);
     if (!found.is_array()) return false;
     bool all = true;
     for (const auto& sandbox : found) {
@@ -281,7 +281,7 @@ struct E2BSandbox::Impl {
   }
 
   void accept_sandbox_answer(const http::Exchange& ex, Stage stage) {
-    const json answer = json::parse(ex.response.body, nullptr, false);
+    const json answer = detail::parse_untrusted_json(ex.response.body);
     const auto* sandbox_id = answer.is_object() && answer.contains("sandboxID") && answer["sandboxID"].is_string()
                                  ? answer["sandboxID"].get_ptr<const std::string*>() : nullptr;
     if (sandbox_id == nullptr || !valid_sandbox_id(*sandbox_id))
@@ -459,7 +459,7 @@ struct E2BSandbox::Impl {
     }
     // A Connect error names its code (e2b.md §4.1).
     if (ex.ok()) {
-      const json parsed = json::parse(ex.response.body, nullptr, false);
+      const json parsed = detail::parse_untrusted_json(ex.response.body);
       if (parsed.is_object() && parsed.contains("code") && parsed["code"].is_string())
         kind = connect_error_kind(parsed["code"].get<std::string>());
     }
@@ -480,7 +480,7 @@ struct E2BSandbox::Impl {
     const auto call = begin_call();
     const auto ex = http::perform_with_retries(client, rpc_request(method, body, call->token()));
     if (!ex.success()) throw_file_error(ex, stage, what);
-    json answer = json::parse(ex.response.body, nullptr, false);
+    json answer = detail::parse_untrusted_json(ex.response.body);
     if (!answer.is_object())
       throw SandboxExecutionError(std::string(what) + ": the sandbox answered with malformed JSON", stage, ErrorKind::kInternal);
     return answer;
@@ -891,7 +891,7 @@ void E2BSandbox::do_make_dir(std::string_view path) {
   // already_exists: the directory is there, which is what make_dir promises. A file in the way is
   // invalid_argument and stays an error (e2b.md §4.3).
   if (ex.ok()) {
-    const json answer = json::parse(ex.response.body, nullptr, false);
+    const json answer = detail::parse_untrusted_json(ex.response.body);
     if (answer.is_object() && answer.value("code", "") == "already_exists") return;
   }
   impl_->throw_file_error(ex, Stage::kUpload, "make_dir");
@@ -974,7 +974,7 @@ E2BContext E2BSandbox::create_context(Language language, std::optional<std::stri
   hooks.retryable = [](const http::Exchange& e) { return !e.request_written && http::is_transient(e, false); };
   const auto ex = http::perform_with_retries(impl_->client, request, {}, hooks);
   if (!ex.success()) impl_->throw_file_error(ex, Stage::kExecute, "create_context");
-  const json answer = json::parse(ex.response.body, nullptr, false);
+  const json answer = detail::parse_untrusted_json(ex.response.body);
   if (!answer.is_object() || !answer.contains("id") || !answer["id"].is_string())
     throw SandboxExecutionError("create_context: malformed answer", Stage::kExecute, ErrorKind::kInternal);
   return {answer["id"].get<std::string>(), answer.value("language", ""), answer.value("cwd", "")};
@@ -986,7 +986,7 @@ std::vector<E2BContext> E2BSandbox::list_contexts() {
   request.cancel = call->token();
   const auto ex = http::perform_with_retries(impl_->client, request);
   if (!ex.success()) impl_->throw_file_error(ex, Stage::kExecute, "list_contexts");
-  const json answer = json::parse(ex.response.body, nullptr, false);
+  const json answer = detail::parse_untrusted_json(ex.response.body);
   if (!answer.is_array()) throw SandboxExecutionError("list_contexts: malformed answer", Stage::kExecute, ErrorKind::kInternal);
   std::vector<E2BContext> contexts;
   for (const auto& c : answer) {

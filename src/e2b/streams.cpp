@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base64.hpp"
+#include "core/untrusted.hpp"
 
 namespace code_interpreter::e2b {
 namespace {
@@ -20,11 +21,6 @@ constexpr std::pair<std::string_view, std::string_view> kMimeKeys[] = {
 };
 
 std::string as_text(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
-
-// Parsing and destroying a JSON value are iterative, but dump() (as_text) recurses once per level: a hostile line
-// of nested brackets far below the line cap would overflow the stack. The server's json.dumps cannot nest deeper
-// than Python's recursion limit (1000), so no genuine event comes near this.
-constexpr int kMaxNesting = 1000;
 
 const std::string* string_field(const json& object, const char* name) {
   const auto it = object.find(name);
@@ -92,15 +88,11 @@ void ExecuteStream::finish_output() {
 
 bool ExecuteStream::on_line(std::string_view line) {
   if (line.empty()) return true;  // tolerated, though the server never sends one
-  bool too_deep = false;
-  const json::parser_callback_t depth_check = [&too_deep](int depth, json::parse_event_t what, json&) {
-    if ((what == json::parse_event_t::object_start || what == json::parse_event_t::array_start) && depth >= kMaxNesting)
-      too_deep = true;
-    return true;
-  };
-  json event = json::parse(line, depth_check, false);
-  if (event.is_discarded() || !event.is_object()) return fail(StreamFault::kMalformed, "a line of the answer is not JSON");
-  if (too_deep) return fail(StreamFault::kMalformed, "an event nested too deeply");
+  // Refused while it is parsed: a line of nested brackets would otherwise grow a DOM ~75 times its size (over a
+  // GiB for one line at the default cap) before the depth could be judged, and dump() recurses once per level.
+  json event = detail::parse_untrusted_json(line);
+  if (event.is_discarded() || !event.is_object())
+    return fail(StreamFault::kMalformed, "a line of the answer is not JSON, or nests too deeply");
   const std::string* type = string_field(event, "type");
   if (type == nullptr) return fail(StreamFault::kMalformed, "an event without a type");
   started_ = true;
@@ -213,7 +205,7 @@ void ProcessStream::finish() {
 
 bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
   if (closed_) return fail(StreamFault::kMalformed, "an envelope after the end-of-stream envelope");
-  json message = json::parse(payload, nullptr, false);
+  json message = detail::parse_untrusted_json(payload);
   if (message.is_discarded() || !message.is_object()) return fail(StreamFault::kMalformed, "an envelope that is not JSON");
   try {
     if (flags & http::EnvelopeDecoder::kEndStream) {

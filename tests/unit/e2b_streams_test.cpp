@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+
 #include <cstddef>
 #include <functional>
 #include <stdexcept>
@@ -57,6 +59,17 @@ const nlohmann::json kStart = {{"start", {{"pid", 812}}}};
 const std::string kProcessExample = message(kStart) + message({{"data", {{"stdout", "aGkK"}}}}) +
                                     message({{"end", {{"exited", true}, {"status", "exit status 0"}}}}) +
                                     end_stream(nlohmann::json::object());
+
+// The process's peak resident set so far, in bytes (Linux reports ru_maxrss in KiB).
+std::size_t peak_rss() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
+}
+
+// 8 MiB of open brackets: half the default line cap. Built as a DOM it would take some 600 MiB.
+const std::string kDeepBrackets(std::size_t{8} << 20, '[');
+constexpr std::size_t kDeepLineBudget = std::size_t{64} << 20;
 
 ExecutionResult collect(ExecuteStream& stream) {
   ExecutionResult r;
@@ -214,6 +227,26 @@ TEST_CASE("ExecuteStream stops as malformed on an event nested deeper than 1000 
     CHECK(stream.fault() == StreamFault::kMalformed);
     CHECK(collect(stream).results.empty());
   }
+}
+
+TEST_CASE("ExecuteStream refuses a line of nested brackets as it parses, never building it in memory",
+          "[e2b_streams]") {
+  const std::string hostile = "{\"type\": \"result\", \"json\": " + kDeepBrackets + "\n";
+  ExecuteStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
+  const std::size_t before = peak_rss();
+  CHECK_FALSE(stream.feed(hostile));
+  CHECK(peak_rss() - before < kDeepLineBudget);
+  CHECK(stream.fault() == StreamFault::kMalformed);
+  CHECK(stream.fault_detail() == "a line of the answer is not JSON, or nests too deeply");
+}
+
+TEST_CASE("ExecuteStream refuses a line of more than 2^20 JSON values as it parses", "[e2b_streams]") {
+  std::string many = "{\"type\": \"result\", \"json\": [0";
+  for (int i = 0; i < (1 << 20); ++i) many += ",0";
+  ExecuteStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
+  CHECK_FALSE(stream.feed(many + "]}\n"));
+  CHECK(stream.fault() == StreamFault::kMalformed);
+  CHECK(collect(stream).results.empty());
 }
 
 TEST_CASE("ExecuteStream stops as oversize on a line over the cap", "[e2b_streams]") {
@@ -425,6 +458,25 @@ TEST_CASE("ProcessStream stops as malformed on an envelope whose payload is not 
     CHECK_FALSE(stream.feed(message(kStart) + bad));
     CHECK(stream.fault() == StreamFault::kMalformed);
   }
+}
+
+TEST_CASE("ProcessStream refuses an envelope of nested brackets as it parses, never building it in memory",
+          "[e2b_streams]") {
+  const std::string hostile = encode_envelope(0x00, "{\"event\": {\"keepalive\": " + kDeepBrackets);
+  ProcessStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
+  REQUIRE(stream.feed(message(kStart)));
+  const std::size_t before = peak_rss();
+  CHECK_FALSE(stream.feed(hostile));
+  CHECK(peak_rss() - before < kDeepLineBudget);
+  CHECK(stream.fault() == StreamFault::kMalformed);
+  CHECK(stream.fault_detail() == "an envelope that is not JSON");
+}
+
+TEST_CASE("ProcessStream refuses a well-formed envelope nested deeper than 1000 levels", "[e2b_streams]") {
+  const std::string nested = std::string(1000, '[') + std::string(1000, ']');
+  ProcessStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
+  CHECK_FALSE(stream.feed(message(kStart) + encode_envelope(0x00, "{\"event\": {\"keepalive\": " + nested + "}}")));
+  CHECK(stream.fault() == StreamFault::kMalformed);
 }
 
 TEST_CASE("ProcessStream stops as malformed on a compressed envelope", "[e2b_streams]") {
