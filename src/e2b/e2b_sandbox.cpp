@@ -64,6 +64,12 @@ std::string without_trailing_slash(std::string url) {
   return url;
 }
 
+// Request bodies are JSON, whose strings must be UTF-8 (nlohmann's dump() throws a json::type_error otherwise): a
+// caller's text that is not UTF-8 is a bad argument, refused before anything is sent.
+void require_utf8(std::string_view text, std::string_view what) {
+  if (!detail::is_valid_utf8(text)) throw std::invalid_argument(std::string(what) + " is not valid UTF-8");
+}
+
 bool is_http_url(std::string_view url) { return url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0; }
 
 // Sandbox ids become part of a host name or header: only what E2B issues (e2b.md §1: [a-z0-9], the proxy checks
@@ -194,6 +200,17 @@ struct E2BSandbox::Impl {
                               Stage::kConfigure, ErrorKind::kInvalidArgument);
     if (options.lifetime.count() <= 0)
       throw SandboxStartError("the sandbox lifetime must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
+    // They travel as JSON strings (the create's body, the pip install's code).
+    const auto not_utf8 = [](std::string_view what) {
+      return SandboxStartError(std::string(what) + " is not valid UTF-8", Stage::kConfigure, ErrorKind::kInvalidArgument);
+    };
+    if (!detail::is_valid_utf8(options.template_id)) throw not_utf8("template_id");
+    for (const auto& [k, v] : options.metadata)
+      if (!detail::is_valid_utf8(k) || !detail::is_valid_utf8(v)) throw not_utf8("a metadata key or value");
+    for (const auto& [k, v] : options.env_vars)
+      if (!detail::is_valid_utf8(k) || !detail::is_valid_utf8(v)) throw not_utf8("an env_vars name or value");
+    for (const auto& p : options.additional_packages)
+      if (!detail::is_valid_utf8(p)) throw not_utf8("an additional_packages name");
   }
 
   // The service's own words from an error body, with our secrets taken out: a hostile or careless service may
@@ -468,7 +485,11 @@ struct E2BSandbox::Impl {
 
   std::string files_query(std::string_view path) const { return "/files?path=" + http::url_encode(path); }
 
-  http::Request rpc_request(std::string_view method, const json& body, std::stop_token cancel) const {
+  // `body` holds one caller's path, named by `what` in the refusal.
+  http::Request rpc_request(std::string_view method, const json& body, std::stop_token cancel,
+                            std::string_view what) const {
+    for (const auto& [key, value] : body.items())
+      if (value.is_string()) require_utf8(value.get_ref<const std::string&>(), std::string(what) + ": the " + key);
     auto request = sandbox_request(kEnvdPort, "POST", "/" + std::string(method), body.dump());
     request.headers.emplace_back("Content-Type", "application/json");
     request.headers.emplace_back("Connect-Protocol-Version", "1");  // unary Connect call (e2b.md §4.1)
@@ -478,7 +499,7 @@ struct E2BSandbox::Impl {
 
   json rpc(std::string_view method, const json& body, Stage stage, std::string_view what) {
     const auto call = begin_call();
-    const auto ex = http::perform_with_retries(client, rpc_request(method, body, call->token()));
+    const auto ex = http::perform_with_retries(client, rpc_request(method, body, call->token(), what));
     if (!ex.success()) throw_file_error(ex, stage, what);
     json answer = detail::parse_untrusted_json(ex.response.body);
     if (!answer.is_object())
@@ -489,6 +510,8 @@ struct E2BSandbox::Impl {
   // ---- execute ----
 
   ExecutionResult execute(std::optional<std::string_view> context_id, std::string_view code, const ExecuteOptions& o) {
+    require_utf8(code, "execute: the code");
+    if (context_id) require_utf8(*context_id, "execute: the context id");
     const auto call = begin_call(o.cancel);
     const auto started = Clock::now();
     ExecutionResult r;
@@ -624,6 +647,8 @@ struct E2BSandbox::Impl {
   // ---- commands: process.Process/Start (e2b.md §4.2) ----
 
   ExecutionResult command(std::string_view cmd, const CommandOptions& o) {
+    require_utf8(cmd, "command: the command");
+    if (o.cwd) require_utf8(*o.cwd, "command: the cwd");
     const auto call = begin_call(o.cancel);
     const auto started = Clock::now();
     ExecutionResult r;
@@ -886,7 +911,7 @@ void E2BSandbox::do_remove_file(std::string_view path) {
 void E2BSandbox::do_make_dir(std::string_view path) {
   const auto call = impl_->begin_call();
   const auto ex = http::perform_with_retries(impl_->client,
-                                             impl_->rpc_request("filesystem.Filesystem/MakeDir", {{"path", path}}, call->token()));
+                                             impl_->rpc_request("filesystem.Filesystem/MakeDir", {{"path", path}}, call->token(), "make_dir"));
   if (ex.success()) return;
   // already_exists: the directory is there, which is what make_dir promises. A file in the way is
   // invalid_argument and stays an error (e2b.md §4.3).
@@ -963,6 +988,7 @@ void E2BSandbox::do_terminate(Timeout timeout) {
 }
 
 E2BContext E2BSandbox::create_context(Language language, std::optional<std::string> cwd) {
+  if (cwd) require_utf8(*cwd, "create_context: the cwd");
   const auto call = impl_->begin_call();
   json body = {{"language", to_string(language)}};
   if (cwd) body["cwd"] = *cwd;

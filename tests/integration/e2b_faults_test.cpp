@@ -761,3 +761,52 @@ TEST_CASE("hostile use: download_file_to over a symlink replaces the link, never
   std::filesystem::remove_all(dir);
   sandbox->terminate();
 }
+
+TEST_CASE("careless use: code, a command, a cwd, a context id or a path that is not UTF-8 is std::invalid_argument, "
+          "never sent", "[e2b][hostile]") {
+  HostileE2B e2b;
+  auto sandbox = E2BSandbox::create(e2b.options());
+  const std::size_t before = e2b.server().requests().size();
+  const std::string bad = "print('\xff')";
+  CHECK_THROWS_MATCHES(sandbox->execute_code(bad), std::invalid_argument,
+                       Catch::Message("execute: the code is not valid UTF-8"));
+  CHECK_THROWS_MATCHES(sandbox->execute_in_context("ctx\xc3", "1"), std::invalid_argument,
+                       Catch::Message("execute: the context id is not valid UTF-8"));
+  CHECK_THROWS_MATCHES(sandbox->execute_command("echo \xfe"), std::invalid_argument,
+                       Catch::Message("command: the command is not valid UTF-8"));
+  CommandOptions in_bad_dir;
+  in_bad_dir.cwd = "/tmp/\xff";
+  CHECK_THROWS_MATCHES(sandbox->execute_command("ls", in_bad_dir), std::invalid_argument,
+                       Catch::Message("command: the cwd is not valid UTF-8"));
+  CHECK_THROWS_MATCHES(sandbox->list_files("/home/\xff"), std::invalid_argument,
+                       Catch::Message("list_files: the path is not valid UTF-8"));
+  CHECK_THROWS_MATCHES(sandbox->remove_file("/home/\xff"), std::invalid_argument,
+                       Catch::Message("remove_file: the path is not valid UTF-8"));
+  CHECK_THROWS_MATCHES(sandbox->make_dir("/home/\xff"), std::invalid_argument,
+                       Catch::Message("make_dir: the path is not valid UTF-8"));
+  CHECK_THROWS_MATCHES(sandbox->create_context(Language::kPython, std::string("/home/\xff")), std::invalid_argument,
+                       Catch::Message("create_context: the cwd is not valid UTF-8"));
+  CHECK(e2b.server().requests().size() == before);
+  sandbox->terminate();
+}
+
+TEST_CASE("careless use: metadata, env_vars, a template or a package name that is not UTF-8 is a configure error, "
+          "never sent", "[e2b][hostile]") {
+  HostileE2B e2b;
+  for (int which = 0; which < 4; ++which) {
+    auto options = e2b.options();
+    if (which == 0) options.metadata = {{"job", "\xff"}};
+    if (which == 1) options.env_vars = {{"A\xff", "1"}};
+    if (which == 2) options.template_id = "base\xff";
+    if (which == 3) options.additional_packages = {"numpy\xff"};
+    CAPTURE(which);
+    try {
+      (void)E2BSandbox::create(options);
+      FAIL("create must throw");
+    } catch (const SandboxStartError& e) {
+      CHECK(e.stage() == Stage::kConfigure);
+      CHECK(e.kind() == ErrorKind::kInvalidArgument);
+    }
+  }
+  CHECK(e2b.server().connections() == 0);
+}
