@@ -928,8 +928,10 @@ std::optional<std::string> E2BSandbox::do_download_file(std::string_view path, T
     auto request = impl_->sandbox_request(kEnvdPort, "GET", impl_->files_query(path));
     request.cancel = call->token();
     request.max_body = impl_->options.max_download_bytes;
-    if (timeout) request.timeout = timeout->count() > 0 ? *timeout : milliseconds(0);
-    auto ex = http::perform_with_retries(impl_->client, request);
+    // The timeout bounds the whole call: retries get only what is left of it, and none starts past it.
+    const auto deadline = Deadline::after(timeout, impl_->options.request_timeout);
+    request.timeout = deadline.bound(milliseconds(0));
+    auto ex = http::perform_with_retries(impl_->client, request, {}, impl_->deadline_hooks(deadline));
     if (!ex.success()) return std::nullopt;
     return std::move(ex.response.body);
   } catch (const std::invalid_argument&) {

@@ -810,3 +810,18 @@ TEST_CASE("careless use: metadata, env_vars, a template or a package name that i
   }
   CHECK(e2b.server().connections() == 0);
 }
+
+TEST_CASE("download_file: its timeout bounds the whole call, retries included", "[e2b][faults]") {
+  E2BServer server;
+  auto sandbox = E2BSandbox::create(server.options());
+  sandbox->write_file("/home/user/a.txt", "x");
+  server.fault({{"surface", "envd"}, {"method", "GET"}, {"path", "/files"}, {"action", "stall"}, {"count", -1}});
+  const auto started = std::chrono::steady_clock::now();
+  CHECK(sandbox->download_file("/home/user/a.txt", 1500ms) == std::nullopt);
+  const auto took = std::chrono::steady_clock::now() - started;
+  CHECK(took >= 1400ms);
+  CHECK(took < 2500ms);
+  CHECK(server.requests("GET", "/files").size() == 1);
+  server.clear_faults();
+  sandbox->terminate();
+}
