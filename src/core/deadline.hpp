@@ -17,7 +17,10 @@ struct Deadline {
   static Deadline after(Timeout timeout, std::chrono::milliseconds fallback) {
     const auto t = timeout.value_or(fallback);
     if (t.count() <= 0) return {};
-    return {Clock::now() + t};
+    const auto now = Clock::now();
+    // A timeout the clock cannot reach is none: now + t would overflow into the past, i.e. "already expired".
+    if (t >= std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now)) return {};
+    return {now + t};
   }
   [[nodiscard]] bool expired() const { return at && Clock::now() >= *at; }
   /// A request timeout bounded by what is left (at least 1 ms, so libcurl times out at once when nothing is).

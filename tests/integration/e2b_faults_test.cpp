@@ -825,3 +825,22 @@ TEST_CASE("download_file: its timeout bounds the whole call, retries included", 
   server.clear_faults();
   sandbox->terminate();
 }
+
+TEST_CASE("careless use: the largest timeouts mean 'no limit', never an overflow into 'already expired'",
+          "[e2b][hostile]") {
+  constexpr auto kForever = std::chrono::milliseconds::max();
+  HostileE2B e2b;
+  e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) {
+    c.respond(200, R"({"type": "stdout", "text": "ran\n"})" "\n");
+  };
+  auto options = e2b.options();
+  options.create_timeout = kForever;
+  auto sandbox = E2BSandbox::create(options);
+  ExecuteOptions forever;
+  forever.timeout = kForever;
+  const auto r = sandbox->execute_code("x", forever);
+  CHECK(r.status == ExecutionStatus::kSuccess);
+  CHECK(r.stdout_text == "ran\n");
+  sandbox->terminate(kForever);
+  CHECK(e2b.server().requests().back().method == "DELETE");
+}
