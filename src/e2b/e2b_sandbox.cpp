@@ -665,10 +665,14 @@ struct E2BSandbox::Impl {
     request.headers.emplace_back("Connect-Protocol-Version", "1");
     request.headers.emplace_back("Keepalive-Ping-Interval", "50");
     const milliseconds budget = o.timeout.value_or(kDefaultCommandTimeout);
-    // envd kills the process when Connect-Timeout-Ms elapses (e2b.md §4.2); our own limit is a backstop.
-    if (budget.count() > 0) {
+    // envd kills the process when Connect-Timeout-Ms elapses (e2b.md §4.2); our own limit is a backstop. The
+    // Connect protocol allows at most 10 digits (a longer value is refused): a budget beyond that (~115 days)
+    // is no limit.
+    constexpr milliseconds kMaxConnectTimeout{9'999'999'999};
+    constexpr milliseconds kBackstop{std::chrono::seconds(10)};
+    if (budget.count() > 0 && budget <= kMaxConnectTimeout) {
       request.headers.emplace_back("Connect-Timeout-Ms", std::to_string(budget.count()));
-      request.timeout = budget + std::chrono::seconds(10);
+      request.timeout = budget + kBackstop;
     } else {
       request.timeout = milliseconds(0);
     }

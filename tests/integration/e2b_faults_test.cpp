@@ -844,3 +844,18 @@ TEST_CASE("careless use: the largest timeouts mean 'no limit', never an overflow
   sandbox->terminate(kForever);
   CHECK(e2b.server().requests().back().method == "DELETE");
 }
+
+TEST_CASE("command: a timeout beyond the Connect header's 10 digits is no limit, not a garbled deadline",
+          "[e2b][faults]") {
+  E2BServer server;
+  auto sandbox = E2BSandbox::create(server.options());
+  CommandOptions forever;
+  forever.timeout = std::chrono::milliseconds::max();
+  const auto r = sandbox->execute_command("echo hi", forever);
+  CHECK(r.status == ExecutionStatus::kSuccess);
+  CHECK(r.stdout_text == "hi\n");
+  const auto starts = server.requests("POST", "/process.Process/Start");
+  REQUIRE(starts.size() == 1);
+  CHECK_FALSE(starts[0].at("headers").contains("connect-timeout-ms"));
+  sandbox->terminate();
+}
