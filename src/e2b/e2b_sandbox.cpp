@@ -567,6 +567,12 @@ struct E2BSandbox::Impl {
         apply_fault(stream.fault(), stream.fault_detail(), r);
         return r;
       }
+      // The interpreter's first line comes from the kernel taking the code (e2b.md §5.2): a 200 without a single
+      // event (an empty body, or blank lines) does not show the code ran, let alone to its end.
+      if (!stream.started()) {
+        apply_fault(e2b::StreamFault::kMalformed, "a 200 answer without any event", r);
+        return r;
+      }
       finish_code_result(r);
       return r;
     }

@@ -859,3 +859,17 @@ TEST_CASE("command: a timeout beyond the Connect header's 10 digits is no limit,
   CHECK_FALSE(starts[0].at("headers").contains("connect-timeout-ms"));
   sandbox->terminate();
 }
+
+TEST_CASE("hostile execute: a 200 without a single event is UNKNOWN, never SUCCESS", "[e2b][hostile]") {
+  for (const std::string body : {std::string(), std::string("\n\n")}) {
+    HostileE2B e2b;
+    e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) { c.respond(200, body); };
+    auto sandbox = E2BSandbox::create(e2b.options());
+    const auto r = sandbox->execute_code("x");
+    CAPTURE(body.size());
+    check_unknown(r, "protocol.malformed");
+    CHECK(r.error == "the sandbox's answer was not the protocol: a 200 answer without any event");
+    CHECK(r.stdout_text.empty());
+    sandbox->terminate();
+  }
+}
