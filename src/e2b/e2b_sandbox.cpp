@@ -623,8 +623,9 @@ struct E2BSandbox::Impl {
     }
     const CodeError& e = *r.code_error;
     if (e.name == "SystemExit") {
-      // sys.exit() / sys.exit(0) / sys.exit(None) end the code successfully (design.md §1.2).
-      if (e.value.empty() || e.value == "0" || e.value == "None") {
+      // sys.exit() / sys.exit(0) / sys.exit(None) end the code successfully (design.md §1.2); so does
+      // sys.exit(False), as CPython exits with status 0 for it (the value is str() of the code).
+      if (e.value.empty() || e.value == "0" || e.value == "None" || e.value == "False") {
         r.status = ExecutionStatus::kSuccess;
         r.exit_code = 0;
         r.code_error.reset();

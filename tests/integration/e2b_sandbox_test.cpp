@@ -92,6 +92,21 @@ TEST_CASE("sys.exit(n) is exit code n; sys.exit(0) is success", "[e2b]") {
   sandbox->terminate();
 }
 
+TEST_CASE("sys.exit(False) is success and sys.exit(True) exit code 1, as CPython exits", "[e2b]") {
+  E2BServer server;
+  auto sandbox = E2BSandbox::create(server.options());
+  const auto no = sandbox->execute_code("import sys\nsys.exit(False)");
+  CHECK(no.status == ExecutionStatus::kSuccess);
+  CHECK(no.exit_code == 0);
+  CHECK_FALSE(no.code_error);
+  const auto yes = sandbox->execute_code("import sys\nsys.exit(True)");
+  CHECK(yes.status == ExecutionStatus::kError);
+  CHECK(yes.exit_code == 1);
+  REQUIRE(yes.code_error);
+  CHECK(yes.code_error->name == "SystemExit");
+  sandbox->terminate();
+}
+
 TEST_CASE("stdout lines reach the callback one at a time as they are produced", "[e2b]") {
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
