@@ -1036,6 +1036,7 @@ std::vector<E2BContext> E2BSandbox::list_contexts() {
 }
 
 void E2BSandbox::restart_context(std::string_view context_id) {
+  if (context_id.empty()) throw std::invalid_argument("context_id is empty");
   const auto call = impl_->begin_call();
   auto request = impl_->sandbox_request(kInterpreterPort, "POST", "/contexts/" + http::url_encode(context_id) + "/restart");
   request.cancel = call->token();
@@ -1044,6 +1045,7 @@ void E2BSandbox::restart_context(std::string_view context_id) {
 }
 
 void E2BSandbox::remove_context(std::string_view context_id) {
+  if (context_id.empty()) throw std::invalid_argument("context_id is empty");
   const auto call = impl_->begin_call();
   auto request = impl_->sandbox_request(kInterpreterPort, "DELETE", "/contexts/" + http::url_encode(context_id));
   request.cancel = call->token();

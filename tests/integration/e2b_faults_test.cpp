@@ -873,3 +873,14 @@ TEST_CASE("hostile execute: a 200 without a single event is UNKNOWN, never SUCCE
     sandbox->terminate();
   }
 }
+
+TEST_CASE("careless use: restart_context and remove_context with an empty id are std::invalid_argument, never sent",
+          "[e2b][hostile]") {
+  HostileE2B e2b;
+  auto sandbox = E2BSandbox::create(e2b.options());
+  const std::size_t before = e2b.server().requests().size();
+  CHECK_THROWS_MATCHES(sandbox->restart_context(""), std::invalid_argument, Catch::Message("context_id is empty"));
+  CHECK_THROWS_MATCHES(sandbox->remove_context(""), std::invalid_argument, Catch::Message("context_id is empty"));
+  CHECK(e2b.server().requests().size() == before);
+  sandbox->terminate();
+}
