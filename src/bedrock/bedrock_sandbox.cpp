@@ -74,10 +74,6 @@ bool valid_session_id(std::string_view id) {  // ^[0-9a-zA-Z]{1,40}$ (bedrock.md
 
 // Everything sent travels as a JSON string, which holds only UTF-8 (nlohmann's dump() throws a type_error on
 // anything else): such an argument is refused before anything is sent.
-void require_utf8(std::string_view text, const char* what) {
-  if (!detail::is_valid_utf8(text)) throw std::invalid_argument(std::string(what) + " is not valid UTF-8");
-}
-
 std::string shell_quote(std::string_view text) {
   std::string out = "'";
   for (char c : text) {
@@ -1027,15 +1023,10 @@ std::string BedrockAgentCoreSandbox::session_status() {
 }
 
 ExecutionResult BedrockAgentCoreSandbox::do_execute_code(std::string_view code, const ExecuteOptions& options) {
-  require_utf8(code, "code");
-  if (options.upload_dir) require_utf8(*options.upload_dir, "upload_dir");
-  for (const auto& f : options.files) require_utf8(f.filename, "an attachment name");
   return impl_->execute(code, options);
 }
 
 ExecutionResult BedrockAgentCoreSandbox::do_execute_command(std::string_view command, const CommandOptions& options) {
-  require_utf8(command, "command");
-  if (options.cwd) require_utf8(*options.cwd, "cwd");
   return impl_->command(command, options);
 }
 
@@ -1047,19 +1038,16 @@ void BedrockAgentCoreSandbox::do_set_timeout(std::chrono::seconds lease) {
 }
 
 void BedrockAgentCoreSandbox::do_write_file(std::string_view path, std::string_view data) {
-  require_utf8(path, "path");
   const auto call = impl_->calls.begin();
   impl_->write(path, data, call->token());
 }
 
 std::string BedrockAgentCoreSandbox::do_read_file(std::string_view path) {
-  require_utf8(path, "path");
   const auto call = impl_->calls.begin();
   return impl_->read(path, call->token());
 }
 
 std::vector<FileInfo> BedrockAgentCoreSandbox::do_list_files(std::string_view dir) {
-  require_utf8(dir, "dir");
   const auto call = impl_->calls.begin();
   const auto inv = impl_->file_tool("listFiles", {{"directoryPath", dir}}, call->token(), true);
   if (!(inv.exchange.success() && inv.result_seen && !inv.is_error && !inv.exception))
@@ -1081,7 +1069,6 @@ std::vector<FileInfo> BedrockAgentCoreSandbox::do_list_files(std::string_view di
 }
 
 void BedrockAgentCoreSandbox::do_remove_file(std::string_view path) {
-  require_utf8(path, "path");
   const auto call = impl_->calls.begin();
   const auto inv = impl_->file_tool("removeFiles", {{"paths", json::array({path})}}, call->token(), false);
   if (!(inv.exchange.success() && inv.result_seen && !inv.is_error && !inv.exception))
@@ -1089,13 +1076,11 @@ void BedrockAgentCoreSandbox::do_remove_file(std::string_view path) {
 }
 
 void BedrockAgentCoreSandbox::do_make_dir(std::string_view path) {
-  require_utf8(path, "path");
   const auto call = impl_->calls.begin();
   impl_->make_directory(path, call->token());
 }
 
 std::optional<std::string> BedrockAgentCoreSandbox::do_download_file(std::string_view path, Timeout timeout) {
-  require_utf8(path, "path");
   const auto call = impl_->calls.begin();
   try {
     return impl_->read(path, call->token(), timeout);

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/utf8.hpp"
+
 namespace code_interpreter {
 
 std::string_view to_string(ExecutionStatus status) noexcept {
@@ -83,6 +85,7 @@ void validate_attachment_name(std::string_view name) {
   if (name == "." || name == ".." || name.find("..") != std::string_view::npos) {
     throw std::invalid_argument("attachment name '" + std::string(name) + "' must not contain '..'");
   }
+  if (!detail::is_valid_utf8(name)) throw std::invalid_argument("attachment name is not valid UTF-8");
 }
 
 Attachment Attachment::from_bytes(std::string data, std::string filename) {

@@ -11,6 +11,12 @@ namespace code_interpreter {
 namespace {
 constexpr std::size_t kMaxPathBytes = 4096;  // PATH_MAX on Linux; every backend's filesystem refuses longer ones
 
+// Code, commands and paths travel as text (JSON strings, Python str) on every backend: bytes that are not UTF-8
+// would be refused by one serializer and silently repaired by another, so every backend refuses them here.
+void require_utf8(std::string_view text, const char* what) {
+  if (!detail::is_valid_utf8(text)) throw std::invalid_argument(std::string(what) + " is not valid UTF-8");
+}
+
 void check_path(std::string_view path, const char* what) {
   if (path.empty()) throw std::invalid_argument(std::string(what) + " is empty");
   if (path.size() > kMaxPathBytes) {
@@ -19,6 +25,7 @@ void check_path(std::string_view path, const char* what) {
   if (path.find('\0') != std::string_view::npos) {
     throw std::invalid_argument(std::string(what) + " contains a NUL byte");
   }
+  require_utf8(path, what);
 }
 
 // Environment variables travel as JSON text to every backend: names must be usable as names, and both names and
@@ -99,11 +106,14 @@ void CodeInterpreterSandbox::check_execute_options(const ExecuteOptions& options
 }
 
 ExecutionResult CodeInterpreterSandbox::execute_code(std::string_view code, const ExecuteOptions& options) {
+  require_utf8(code, "code");
   check_execute_options(options);
   return do_execute_code(code, options);
 }
 
 ExecutionResult CodeInterpreterSandbox::execute_command(std::string_view command, const CommandOptions& options) {
+  require_utf8(command, "command");
+  if (options.cwd) require_utf8(*options.cwd, "cwd");
   check_env(options.env);
   return do_execute_command(command, options);
 }

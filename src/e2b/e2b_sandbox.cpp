@@ -654,8 +654,6 @@ struct E2BSandbox::Impl {
   // ---- commands: process.Process/Start (e2b.md §4.2) ----
 
   ExecutionResult command(std::string_view cmd, const CommandOptions& o) {
-    require_utf8(cmd, "command: the command");
-    if (o.cwd) require_utf8(*o.cwd, "command: the cwd");
     const auto call = begin_call(o.cancel);
     const auto started = Clock::now();
     ExecutionResult r;

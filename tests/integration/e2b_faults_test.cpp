@@ -769,21 +769,21 @@ TEST_CASE("careless use: code, a command, a cwd, a context id or a path that is 
   const std::size_t before = e2b.server().requests().size();
   const std::string bad = "print('\xff')";
   CHECK_THROWS_MATCHES(sandbox->execute_code(bad), std::invalid_argument,
-                       Catch::Message("execute: the code is not valid UTF-8"));
+                       Catch::Message("code is not valid UTF-8"));
   CHECK_THROWS_MATCHES(sandbox->execute_in_context("ctx\xc3", "1"), std::invalid_argument,
                        Catch::Message("execute: the context id is not valid UTF-8"));
   CHECK_THROWS_MATCHES(sandbox->execute_command("echo \xfe"), std::invalid_argument,
-                       Catch::Message("command: the command is not valid UTF-8"));
+                       Catch::Message("command is not valid UTF-8"));
   CommandOptions in_bad_dir;
   in_bad_dir.cwd = "/tmp/\xff";
   CHECK_THROWS_MATCHES(sandbox->execute_command("ls", in_bad_dir), std::invalid_argument,
-                       Catch::Message("command: the cwd is not valid UTF-8"));
+                       Catch::Message("cwd is not valid UTF-8"));
   CHECK_THROWS_MATCHES(sandbox->list_files("/home/\xff"), std::invalid_argument,
-                       Catch::Message("list_files: the path is not valid UTF-8"));
+                       Catch::Message("dir is not valid UTF-8"));
   CHECK_THROWS_MATCHES(sandbox->remove_file("/home/\xff"), std::invalid_argument,
-                       Catch::Message("remove_file: the path is not valid UTF-8"));
+                       Catch::Message("path is not valid UTF-8"));
   CHECK_THROWS_MATCHES(sandbox->make_dir("/home/\xff"), std::invalid_argument,
-                       Catch::Message("make_dir: the path is not valid UTF-8"));
+                       Catch::Message("path is not valid UTF-8"));
   CHECK_THROWS_MATCHES(sandbox->create_context(Language::kPython, std::string("/home/\xff")), std::invalid_argument,
                        Catch::Message("create_context: the cwd is not valid UTF-8"));
   CHECK(e2b.server().requests().size() == before);

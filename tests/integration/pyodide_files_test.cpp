@@ -187,8 +187,12 @@ TEST_CASE("make_dir creates parents and the code sees the directory", "[files]")
   CHECK(r.results.at(0).data.at("text/plain") == "True");
 }
 
-TEST_CASE("file paths that are empty or hold a NUL byte are invalid arguments", "[files]") {
+TEST_CASE("file paths that are empty, hold a NUL byte or are not UTF-8, and code that is not UTF-8, are invalid "
+          "arguments",
+          "[files]") {
   auto sb = make_sandbox();
+  CHECK_THROWS_AS(sb->write_file("/files/\xff", "x"), std::invalid_argument);
+  CHECK_THROWS_AS(sb->execute_code("print('\xff')"), std::invalid_argument);
   CHECK_THROWS_AS(sb->write_file("", "x"), std::invalid_argument);
   CHECK_THROWS_AS(sb->read_file(std::string("/files/a\0b", 10)), std::invalid_argument);
   CHECK_THROWS_AS(sb->list_files(""), std::invalid_argument);
