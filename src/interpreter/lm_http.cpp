@@ -42,12 +42,14 @@ std::string service_message(const http::Exchange& exchange, const std::vector<st
     }
   } catch (const nlohmann::json::exception&) {
   }
+  // Redact before cutting: a cut through an echoed key would leave its first bytes where scrub cannot see them.
+  message = scrub(std::move(message), secrets);
   if (message.size() > kMaxServiceMessage) message = message.substr(0, kMaxServiceMessage) + "...";
   // The body is untrusted text: keep it printable and valid, byte by byte.
   for (auto& c : message) {
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
   }
-  return scrub(std::move(message), secrets);
+  return message;
 }
 
 }  // namespace

@@ -235,6 +235,30 @@ TEST_CASE("a service message that echoes the key is redacted", "[interpreter][lm
   }
 }
 
+TEST_CASE("a long service message is redacted before it is cut, so no part of an echoed key survives",
+          "[interpreter][lm_server]") {
+  // 490 bytes of text, then the key: a cut at 500 bytes through the key would keep its first 10 bytes.
+  const std::string padding(490, 'x');
+  LMServer server;
+  server.script(json::array(
+      {{{"fault", {{"status", 400}, {"body", {{"error", {{"message", padding + ci::test::kOpenAIKey + " tail"}}}}}}}},
+       {{"fault",
+         {{"status", 400},
+          {"body", {{"type", "error"}, {"error", {{"message", padding + ci::test::kAnthropicKey + " tail"}}}}}}}}}));
+  try {
+    (void)openai(server).invoke(conversation(), kTools);
+    FAIL("no error");
+  } catch (const ci::LMInvocationError& e) {
+    CHECK(std::string(e.what()) == "openai chat completions: HTTP 400: " + padding + "[redacted]...");
+  }
+  try {
+    (void)anthropic(server).invoke(conversation(), kTools);
+    FAIL("no error");
+  } catch (const ci::LMInvocationError& e) {
+    CHECK(std::string(e.what()) == "anthropic messages: HTTP 400: " + padding + "[redacted]...");
+  }
+}
+
 TEST_CASE("x-should-retry: false stops the retries", "[interpreter][lm_server]") {
   LMServer server;
   server.script(json::array());  // exhausted at once: 500 with x-should-retry: false
