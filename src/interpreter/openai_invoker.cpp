@@ -61,7 +61,9 @@ LMResponse from_wire(const nlohmann::json& body) {
   } else if (message.contains("content") && message["content"].is_array()) {
     // Some compatible servers answer with content parts.
     for (const auto& part : message["content"]) {
-      if (part.is_object() && part.value("type", "") == "text" && part.contains("text") && part["text"].is_string()) {
+      // `type` of any JSON type compares unequal to "text" instead of throwing, as value("type", "") would.
+      if (part.is_object() && part.contains("type") && part["type"] == "text" && part.contains("text") &&
+          part["text"].is_string()) {
         response.text += part["text"].get<std::string>();
       }
     }

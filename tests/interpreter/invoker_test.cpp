@@ -259,6 +259,26 @@ TEST_CASE("a long service message is redacted before it is cut, so no part of an
   }
 }
 
+TEST_CASE("openai: content parts whose type is not a string are skipped, not a crash", "[interpreter][lm_server]") {
+  // A hostile or broken server: every failure to read a reply must be an LMInvocationError or a valid answer.
+  LMServer server;
+  server.script(json::array({{{"fault",
+                               {{"status", 200},
+                                {"body",
+                                 {{"choices",
+                                   {{{"message",
+                                      {{"role", "assistant"},
+                                       {"content",
+                                        {{{"type", 1}, {"text", "a"}},
+                                         {{"type", nullptr}, {"text", "b"}},
+                                         {{"type", "text"}, {"text", "c"}}}}}},
+                                     {"finish_reason", "stop"}}}}}}}}}}));
+  const auto response = openai(server).invoke(conversation(), kTools);
+  CHECK(response.text == "c");
+  CHECK(response.tool_calls.empty());
+  CHECK(response.stop_reason == "stop");
+}
+
 TEST_CASE("x-should-retry: false stops the retries", "[interpreter][lm_server]") {
   LMServer server;
   server.script(json::array());  // exhausted at once: 500 with x-should-retry: false
