@@ -45,7 +45,8 @@ struct AnthropicOptions {
 class CODE_INTERPRETER_EXPORT AnthropicInvoker final : public LMInvoker {
  public:
   /// @throws LMInvocationError (stage configure): no API key (kUnauthenticated), or an empty `model` or `base_url`
-  ///         or a `max_tokens` < 1 (kInvalidArgument).
+  ///         or a `max_tokens` < 1, or an API key or `anthropic_version` holding a line break or NUL byte
+  ///         (kInvalidArgument).
   explicit AnthropicInvoker(AnthropicOptions options);
   ~AnthropicInvoker() override;
   AnthropicInvoker(const AnthropicInvoker&) = delete;

@@ -44,7 +44,8 @@ struct OpenAIChatOptions {
 /// Thread-safe: `invoke` may run on several threads at once.
 class CODE_INTERPRETER_EXPORT OpenAIChatInvoker final : public LMInvoker {
  public:
-  /// @throws LMInvocationError (stage configure, kInvalidArgument) if `model` or `base_url` is empty.
+  /// @throws LMInvocationError (stage configure, kInvalidArgument) if `model` or `base_url` is empty, or the API key
+  ///         holds a line break or NUL byte (it could not be sent as a header).
   explicit OpenAIChatInvoker(OpenAIChatOptions options);
   ~OpenAIChatInvoker() override;
   OpenAIChatInvoker(const OpenAIChatInvoker&) = delete;

@@ -122,6 +122,8 @@ AnthropicInvoker::AnthropicInvoker(AnthropicOptions options) : impl_(std::make_u
     throw LMInvocationError("AnthropicInvoker: max_tokens must be at least 1", Stage::kConfigure,
                             ErrorKind::kInvalidArgument);
   }
+  interpreter::check_header_value("AnthropicInvoker", "the API key", impl_->api_key);
+  interpreter::check_header_value("AnthropicInvoker", "anthropic_version", options.anthropic_version);
   impl_->url = interpreter::trim_slashes(options.base_url) + "/v1/messages";
   impl_->options = std::move(options);
   impl_->options.api_key.reset();

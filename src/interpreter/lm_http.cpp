@@ -69,6 +69,13 @@ std::string env_or_empty(const char* name) {
   return value ? std::string(value) : std::string();
 }
 
+void check_header_value(std::string_view operation, std::string_view what, std::string_view value) {
+  if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
+    throw LMInvocationError(fmt::format("{}: {} contains a line break or NUL byte", operation, what),
+                            Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+}
+
 std::string trim_slashes(std::string base) {
   while (!base.empty() && base.back() == '/') base.pop_back();
   return base;

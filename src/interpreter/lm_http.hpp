@@ -40,6 +40,11 @@ std::string scrub(std::string text, const std::vector<std::string>& secrets);
 /// The value of environment variable `name`, or "" when unset.
 std::string env_or_empty(const char* name);
 
+/// Refuses a header value that cannot be sent (a line break or NUL byte, e.g. a key read from a file with its
+/// newline). The value is never quoted: it may be a secret.
+/// @throws LMInvocationError (stage configure, kInvalidArgument) naming `what`.
+void check_header_value(std::string_view operation, std::string_view what, std::string_view value);
+
 /// `base` without trailing slashes.
 std::string trim_slashes(std::string base);
 

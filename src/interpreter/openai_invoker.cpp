@@ -112,6 +112,7 @@ OpenAIChatInvoker::OpenAIChatInvoker(OpenAIChatOptions options) : impl_(std::mak
     throw LMInvocationError("OpenAIChatInvoker: no base_url given", Stage::kConfigure, ErrorKind::kInvalidArgument);
   }
   impl_->api_key = options.api_key ? *options.api_key : interpreter::env_or_empty("OPENAI_API_KEY");
+  interpreter::check_header_value("OpenAIChatInvoker", "the API key", impl_->api_key);
   impl_->url = interpreter::trim_slashes(options.base_url) + "/chat/completions";
   impl_->options = std::move(options);
   impl_->options.api_key.reset();  // one copy of the secret is enough

@@ -351,3 +351,33 @@ TEST_CASE("invokers refuse a configuration without model or key", "[interpreter]
   ci::OpenAIChatOptions no_model;
   CHECK_THROWS_AS(ci::OpenAIChatInvoker(no_model), ci::LMInvocationError);
 }
+
+TEST_CASE("invokers refuse an API key with a line break at construction, without quoting it", "[interpreter]") {
+  // A key read from a file keeps its newline; it cannot go in a header, and every call would fail late with a
+  // std::invalid_argument from the HTTP layer instead of the documented LMInvocationError.
+  ci::OpenAIChatOptions openai_options;
+  openai_options.model = "m";
+  openai_options.api_key = "sk-secret-value\n";
+  try {
+    ci::OpenAIChatInvoker invoker(openai_options);
+    FAIL("no error");
+  } catch (const ci::LMInvocationError& e) {
+    CHECK(e.stage() == ci::Stage::kConfigure);
+    CHECK(e.kind() == ci::ErrorKind::kInvalidArgument);
+    CHECK(std::string(e.what()) == "OpenAIChatInvoker: the API key contains a line break or NUL byte");
+  }
+  ci::AnthropicOptions anthropic_options;
+  anthropic_options.model = "m";
+  anthropic_options.api_key = "sk-ant-secret\r\nX-Injected: 1";
+  try {
+    ci::AnthropicInvoker invoker(anthropic_options);
+    FAIL("no error");
+  } catch (const ci::LMInvocationError& e) {
+    CHECK(e.stage() == ci::Stage::kConfigure);
+    CHECK(e.kind() == ci::ErrorKind::kInvalidArgument);
+    CHECK(std::string(e.what()) == "AnthropicInvoker: the API key contains a line break or NUL byte");
+  }
+  anthropic_options.api_key = "k";
+  anthropic_options.anthropic_version = std::string("2023-06-01\0", 11);
+  CHECK_THROWS_AS(ci::AnthropicInvoker(anthropic_options), ci::LMInvocationError);
+}
