@@ -82,17 +82,24 @@ std::string base_name(std::string_view path) {
 std::vector<SandboxLink> find_sandbox_links(std::string_view text, std::string_view upload_dir) {
   std::vector<SandboxLink> links;
   std::set<std::string, std::less<>> seen;
-  static constexpr std::string_view kPlain = "](sandbox:";
-  static constexpr std::string_view kAngle = "](<sandbox:";
-  std::size_t at = 0;
-  while (true) {
-    const std::size_t plain = text.find(kPlain, at);
-    const std::size_t angle = text.find(kAngle, at);
-    if (plain == std::string_view::npos && angle == std::string_view::npos) break;
-    const bool is_angle = angle < plain;
-    const std::size_t start = is_angle ? angle + kAngle.size() : plain + kPlain.size();
+  static constexpr std::string_view kScheme = "sandbox:";
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  for (std::size_t found = text.find(kScheme); found != std::string_view::npos;
+       found = text.find(kScheme, found + kScheme.size())) {
+    // A link destination: "](" of an inline link or "]:" of a reference definition ("[id]: sandbox:..."), then
+    // optional whitespace with at most one line ending (CommonMark), then an optional '<'.
+    std::size_t before = found;
+    const bool is_angle = before > 0 && text[before - 1] == '<';
+    if (is_angle) --before;
+    int line_endings = 0;
+    while (before > 0 && is_space(text[before - 1])) {
+      if (text[before - 1] == '\n') ++line_endings;
+      --before;
+    }
+    if (line_endings > 1 || before < 2 || text[before - 2] != ']') continue;
+    if (text[before - 1] != '(' && text[before - 1] != ':') continue;
+    const std::size_t start = found + kScheme.size();
     const std::string_view target = read_target(text, start, is_angle);
-    at = start + target.size();
     if (!seen.insert(std::string(target)).second) continue;
     links.push_back({std::string(target), resolve_link_target(target, upload_dir)});
   }

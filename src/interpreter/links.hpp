@@ -15,7 +15,8 @@ struct SandboxLink {
   std::optional<std::string> path;   ///< the sandbox path to download; nullopt when the link is refused
 };
 
-/// The sandbox links of `text` in order of first appearance, each target once.
+/// The sandbox links of `text` in order of first appearance, each target once: inline destinations after "](" and
+/// reference definitions after "]:", with optional whitespace (at most one line ending) before the destination.
 /// @param upload_dir the backend's upload directory ("/files", or relative like "files"); trailing '/' ignored.
 std::vector<SandboxLink> find_sandbox_links(std::string_view text, std::string_view upload_dir);
 

@@ -58,3 +58,24 @@ TEST_CASE("percent decoding leaves malformed escapes as written", "[interpreter]
   CHECK(percent_decode("100%") == "100%");
   CHECK(percent_decode("%zz%4") == "%zz%4");
 }
+
+TEST_CASE("a link with whitespace inside its parentheses, or a reference definition, is still found",
+          "[interpreter][links]") {
+  // CommonMark allows spaces (and one line ending) between '(' and the destination, and reference-style links
+  // whose destination sits in a "[id]: destination" line. A link read by the user must never be skipped silently.
+  const auto links = find_sandbox_links(
+      "See [a]( sandbox:/files/a.csv ), [b](\n  <sandbox:/files/b c.csv>), [report][r] and [e][x].\n\n"
+      "[r]: sandbox:/files/report.csv \"Report\"\n"
+      "[x]:\t<sandbox:/etc/passwd>\n"
+      "Two line endings end it: [n](\n\nsandbox:/files/no.csv). Prose: sandbox:/files/prose.csv",
+      "/files");
+  REQUIRE(links.size() == 4);
+  CHECK(links[0].target == "/files/a.csv");
+  CHECK(links[0].path == "/files/a.csv");
+  CHECK(links[1].target == "/files/b c.csv");
+  CHECK(links[1].path == "/files/b c.csv");
+  CHECK(links[2].target == "/files/report.csv");
+  CHECK(links[2].path == "/files/report.csv");
+  CHECK(links[3].target == "/etc/passwd");
+  CHECK_FALSE(links[3].path);
+}
