@@ -165,7 +165,7 @@ struct InterpreterResult {
   /// not be read, is over `max_file_bytes`, the backend cannot download files, or no code was executed.
   std::vector<std::string> missing_files;
   /// Link targets refused without being looked at: outside the upload directory, or holding "..", ".", an empty
-  /// component, a backslash or a NUL byte.
+  /// component, a backslash or a control character (NUL included).
   std::vector<std::string> refused_links;
   LMUsage usage;  ///< summed over every model call
   int turns = 0;  ///< model calls made (successful ones)

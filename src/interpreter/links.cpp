@@ -59,7 +59,11 @@ std::optional<std::string> resolve_link_target(std::string_view target, std::str
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   if (dir.empty()) return std::nullopt;
   const std::string path = percent_decode(target);
-  if (path.find('\0') != std::string::npos || path.find('\\') != std::string::npos) return std::nullopt;
+  // A backslash is a separator somewhere; a control character (NUL included) is never part of a link destination
+  // in CommonMark, and would reach file names and terminals downstream.
+  for (const char c : path) {
+    if (c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == '\x7f') return std::nullopt;
+  }
   const std::string prefix = dir == "/" ? dir : dir + "/";
   if (path.size() <= prefix.size() || path.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
   // Every component below the upload directory must be a plain name: no way up, no way sideways.

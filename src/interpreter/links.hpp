@@ -1,6 +1,6 @@
 // Sandbox links in a model's final answer: `[name](sandbox:<upload_dir>/<path>)` (also `(<sandbox:...>)`).
 // The model's text is untrusted: a target is accepted only when it names a file under the upload directory with no
-// "..", "." or empty component, no backslash and no NUL byte (after percent-decoding).
+// "..", "." or empty component, no backslash and no control character (after percent-decoding).
 #pragma once
 
 #include <optional>

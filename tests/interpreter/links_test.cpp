@@ -79,3 +79,17 @@ TEST_CASE("a link with whitespace inside its parentheses, or a reference definit
   CHECK(links[3].target == "/etc/passwd");
   CHECK_FALSE(links[3].path);
 }
+
+TEST_CASE("a target holding a control character is refused", "[interpreter][links]") {
+  // An escape sequence or line ending in a file name would reach the saved file's name and the user's terminal.
+  CHECK_FALSE(resolve_link_target("/files/a\x1b[2Jb.csv", "/files"));
+  CHECK_FALSE(resolve_link_target("/files/a\rb.csv", "/files"));
+  CHECK_FALSE(resolve_link_target("/files/a%0Ab.csv", "/files"));
+  CHECK_FALSE(resolve_link_target("/files/a%1B.csv", "/files"));
+  CHECK_FALSE(resolve_link_target("/files/a\x7f.csv", "/files"));
+  const auto links = find_sandbox_links("[x](<sandbox:/files/a\rb.csv>) [y](sandbox:/files/\x1b]0;t\x07.csv)", "/files");
+  REQUIRE(links.size() == 2);
+  CHECK_FALSE(links[0].path);
+  CHECK_FALSE(links[1].path);
+  CHECK(resolve_link_target("/files/caf\xc3\xa9 (1).csv", "/files") == "/files/caf\xc3\xa9 (1).csv");
+}
