@@ -296,6 +296,7 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
   // The final answer: fetch the files its sandbox links name.
   const std::string upload_dir = facts.capabilities.upload_dir;
   std::set<std::string> fetched;
+  std::size_t returned_bytes = 0;  // bounded by max_total_file_bytes
   for (auto& link : interpreter::find_sandbox_links(result.text, upload_dir)) {
     if (!link.path) {
       logger()->warn("interpreter: refused a sandbox link outside {}: {}", upload_dir, link.target);
@@ -310,23 +311,26 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
     }
     const std::string& path = *link.path;
     const std::string name = interpreter::base_name(path);
+    // returned_bytes never exceeds max_total_file_bytes: each file fits in what was left.
+    const std::size_t room = std::min(options_.max_file_bytes, options_.max_total_file_bytes - returned_bytes);
     try {
       if (facts.capabilities.filesystem) {
         // Look before fetching, so an oversize file is never read into memory.
         const auto entries = sandbox_.list_files(path.substr(0, path.rfind('/')));
         const auto entry = std::find_if(entries.begin(), entries.end(),
                                         [&](const FileInfo& info) { return info.name == name && !info.is_directory; });
-        if (entry == entries.end() || entry->size > options_.max_file_bytes) {
-          if (entry != entries.end()) logger()->warn("interpreter: {} is over max_file_bytes", path);
+        if (entry == entries.end() || entry->size > room) {
+          if (entry != entries.end()) logger()->warn("interpreter: {} is over the file size limits", path);
           missing();
           continue;
         }
       }
       auto bytes = sandbox_.download_file(path, stop.remaining());
-      if (!bytes || bytes->size() > options_.max_file_bytes) {
+      if (!bytes || bytes->size() > room) {
         missing();
         continue;
       }
+      returned_bytes += bytes->size();
       Attachment attachment = Attachment::from_bytes(std::move(*bytes), name);
       attachment.mime_type = guess_mime_type(name);
       result.code_exec_results.back().output.push_back(std::move(attachment));

@@ -559,3 +559,34 @@ TEST_CASE("options below their minimum are refused", "[interpreter]") {
   tiny.max_tool_result_bytes = 100;
   CHECK_THROWS_AS(ci::SandboxCodeInterpreter(sandbox, lm, tiny), std::invalid_argument);
 }
+
+TEST_CASE("the files returned for one answer are bounded in total by max_total_file_bytes", "[interpreter]") {
+  // Each file is under max_file_bytes, but a hostile answer may link many of them (or many names of one file).
+  auto capabilities = FakeSandbox::pyodide_like_capabilities();
+  const bool can_list = GENERATE(true, false);
+  capabilities.filesystem = can_list;
+  FakeSandbox sandbox(capabilities);
+  sandbox.push_result(success(""), {{"/files/a.bin", std::string(600, 'a')},
+                                    {"/files/b.bin", std::string(600, 'b')},
+                                    {"/files/c.bin", std::string(600, 'c')},
+                                    {"/files/d.bin", std::string(300, 'd')}});
+  FakeLMInvoker lm;
+  lm.push_code("write()").push_answer(
+      "[a](sandbox:/files/a.bin) [b](sandbox:/files/b.bin) [c](sandbox:/files/c.bin) [d](sandbox:/files/d.bin)");
+  ci::InterpreterOptions options;
+  options.max_file_bytes = 1000;
+  options.max_total_file_bytes = 1500;
+
+  const auto result = ci::SandboxCodeInterpreter(sandbox, lm, options).execute("go");
+
+  INFO("filesystem: " << can_list);
+  CHECK(result.stop_reason == ci::StopReason::kAnswered);
+  CHECK(result.missing_files == std::vector<std::string>{"/files/c.bin"});
+  REQUIRE(result.code_exec_results.at(0).output.size() == 3);
+  CHECK(result.code_exec_results[0].output[0].data == std::string(600, 'a'));
+  CHECK(result.code_exec_results[0].output[1].data == std::string(600, 'b'));
+  CHECK(result.code_exec_results[0].output[2].data == std::string(300, 'd'));
+  CHECK(sandbox.downloads() == (can_list ? std::vector<std::string>{"/files/a.bin", "/files/b.bin", "/files/d.bin"}
+                                         : std::vector<std::string>{"/files/a.bin", "/files/b.bin", "/files/c.bin",
+                                                                    "/files/d.bin"}));
+}
