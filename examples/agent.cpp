@@ -14,13 +14,15 @@
 // ./agent_output) under their base names only, so nothing the model writes can place a file elsewhere.
 // Exit status: 0 answered, 1 stopped without an answer (reason on stderr), 4 the sandbox could not start,
 // 64 bad usage or a backend that is not available.
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <string_view>
@@ -86,18 +88,30 @@ std::optional<std::string> safe_name(const std::string& filename) {
   return name;
 }
 
-// Writes beside the destination, then renames: an existing symlink there is replaced, never written through.
+// Writes beside the destination, then renames: an existing symlink there is replaced, never written through. The
+// temporary file is created exclusively ("x": O_CREAT | O_EXCL) under a random name, so a file or symlink already
+// sitting at a predictable name (left by someone else, or saved earlier in this run) is never opened or clobbered.
 bool save(const fs::path& destination, const std::string& data) {
-  const fs::path temporary = destination.parent_path() / ("." + destination.filename().string() + ".partial");
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!out) return false;
+  std::random_device random;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const fs::path temporary =
+        destination.parent_path() / (".agent-" + std::to_string(random()) + std::to_string(random()) + ".partial");
+    std::FILE* out = std::fopen(temporary.c_str(), "wbx");
+    if (!out) {
+      if (errno == EEXIST) continue;
+      return false;
+    }
+    const bool written = std::fwrite(data.data(), 1, data.size(), out) == data.size();
+    const bool closed = std::fclose(out) == 0;
+    std::error_code ec;
+    if (written && closed) {
+      fs::rename(temporary, destination, ec);
+      if (!ec) return true;
+    }
+    fs::remove(temporary, ec);
+    return false;
   }
-  std::error_code ec;
-  fs::rename(temporary, destination, ec);
-  if (ec) fs::remove(temporary, ec);
-  return !ec;
+  return false;
 }
 
 }  // namespace

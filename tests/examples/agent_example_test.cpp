@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -130,6 +131,41 @@ TEST_CASE("agent answers, saves the linked file byte-exact under its base name, 
   std::vector<std::string> entries;
   for (const auto& entry : fs::directory_iterator(dir.path() / "saved")) entries.push_back(entry.path().filename());
   CHECK(entries == std::vector<std::string>{"totals.csv"});
+}
+
+TEST_CASE("agent never writes through a symlink or file waiting at a predictable temporary name",
+          "[interpreter][pyodide][example]") {
+  // Someone who can write to the output directory (a shared /tmp/out, say) plants ".out.txt.partial" pointing at
+  // the victim's file, and a file the model returns earlier in the run may carry that name too.
+  LMServer server;
+  TempDir dir;
+  fs::create_directories(dir.path() / "saved");
+  { std::ofstream(dir.path() / "victim.txt", std::ios::binary) << "keep"; }
+  fs::create_symlink(dir.path() / "victim.txt", dir.path() / "saved" / ".out.txt.partial");
+  const std::string code =
+      "open('/files/.b.txt.partial', 'w').write('first')\n"
+      "open('/files/b.txt', 'w').write('second')\n"
+      "open('/files/out.txt', 'w').write('new')\n";
+  const std::string answer =
+      "[a](sandbox:/files/.b.txt.partial) [b](sandbox:/files/b.txt) [out](sandbox:/files/out.txt)";
+  server.script(json::array({{{"reply", code_call(code)}}, {{"reply", {{"text", answer}}}}}));
+  const auto run = run_agent({"write", "--base-url", server.url() + "/v1", "--model", "m", "--output-dir", "saved"},
+                             dir.path());
+  INFO("stderr:\n" << run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == answer + "\n" +
+                       "saved saved/.b.txt.partial (5 bytes)\n"
+                       "saved saved/b.txt (6 bytes)\n"
+                       "saved saved/out.txt (3 bytes)\n");
+  CHECK(read_file(dir.path() / "victim.txt") == "keep");
+  CHECK(read_file(dir.path() / "saved" / ".b.txt.partial") == "first");
+  CHECK(read_file(dir.path() / "saved" / "b.txt") == "second");
+  CHECK(read_file(dir.path() / "saved" / "out.txt") == "new");
+  CHECK_FALSE(fs::is_symlink(dir.path() / "saved" / "out.txt"));
+  std::vector<std::string> entries;
+  for (const auto& entry : fs::directory_iterator(dir.path() / "saved")) entries.push_back(entry.path().filename());
+  std::sort(entries.begin(), entries.end());
+  CHECK(entries == std::vector<std::string>{".b.txt.partial", ".out.txt.partial", "b.txt", "out.txt"});
 }
 
 TEST_CASE("agent --backend bedrock without AWS credentials cannot start its sandbox: exit 4, nothing sent",
