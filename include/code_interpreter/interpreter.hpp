@@ -117,6 +117,9 @@ class CODE_INTERPRETER_EXPORT LMInvoker {
 struct InterpreterOptions {
   /// Most model calls one `execute` makes (each call is one turn). Must be >= 1.
   int max_turns = 10;
+  /// Most tool calls run from one model message; the calls after them are answered "not run" (each call is always
+  /// answered). Bounds the executions one hostile or broken reply can start. Must be >= 1.
+  int max_tool_calls_per_turn = 16;
   /// Largest tool result sent back to the model, in bytes. Longer output keeps its head and its tail around a note
   /// saying how many bytes were cut. Must be >= 1024.
   std::size_t max_tool_result_bytes = 16 * 1024;
@@ -198,7 +201,8 @@ struct InterpreterResult {
 /// share the sandbox's state and files.
 class CODE_INTERPRETER_EXPORT SandboxCodeInterpreter {
  public:
-  /// @throws std::invalid_argument if `options.max_turns` < 1 or `options.max_tool_result_bytes` < 1024.
+  /// @throws std::invalid_argument if `options.max_turns` < 1, `options.max_tool_calls_per_turn` < 1 or
+  ///         `options.max_tool_result_bytes` < 1024.
   SandboxCodeInterpreter(CodeInterpreterSandbox& sandbox, LMInvoker& lm_invoker, InterpreterOptions options = {});
 
   /// Runs the loop for one request.

@@ -133,6 +133,9 @@ SandboxCodeInterpreter::SandboxCodeInterpreter(CodeInterpreterSandbox& sandbox, 
                                                InterpreterOptions options)
     : sandbox_(sandbox), lm_(lm_invoker), options_(std::move(options)) {
   if (options_.max_turns < 1) throw std::invalid_argument("InterpreterOptions::max_turns must be at least 1");
+  if (options_.max_tool_calls_per_turn < 1) {
+    throw std::invalid_argument("InterpreterOptions::max_tool_calls_per_turn must be at least 1");
+  }
   if (options_.max_tool_result_bytes < 1024) {
     throw std::invalid_argument("InterpreterOptions::max_tool_result_bytes must be at least 1024");
   }
@@ -233,10 +236,14 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
       return result;
     }
 
+    std::size_t position = 0;
     for (const auto& call : response.tool_calls) {
       ChatMessage answer{ChatRole::kTool, {}, {}, call.id, true};
       std::optional<std::string> code;
-      if (call.name != kToolName) {
+      if (position++ >= static_cast<std::size_t>(options_.max_tool_calls_per_turn)) {
+        answer.content = fmt::format("[not run: at most {} tool calls are run per turn. Nothing was run.]",
+                                     options_.max_tool_calls_per_turn);
+      } else if (call.name != kToolName) {
         answer.content = fmt::format("[error: there is no tool '{}'; the only tool is {}. Nothing was run.]",
                                      quoted_name(call.name), kToolName);
       } else if (!(code = code_argument(call.arguments))) {

@@ -590,3 +590,35 @@ TEST_CASE("the files returned for one answer are bounded in total by max_total_f
                                          : std::vector<std::string>{"/files/a.bin", "/files/b.bin", "/files/c.bin",
                                                                     "/files/d.bin"}));
 }
+
+TEST_CASE("at most max_tool_calls_per_turn calls of one reply run; the rest are answered as not run",
+          "[interpreter]") {
+  // A hostile or broken reply may hold thousands of tool calls: max_turns alone would not bound the executions.
+  FakeSandbox sandbox;
+  for (int i = 0; i < 3; ++i) sandbox.push_result(success(std::to_string(i)));
+  FakeLMInvoker lm;
+  ci::LMResponse many;
+  for (int i = 0; i < 1000; ++i) {
+    many.tool_calls.push_back({"c" + std::to_string(i), "execute_code", R"j({"code":"pass"})j"});
+  }
+  lm.push_response(many).push_answer("done");
+  ci::InterpreterOptions options;
+  options.max_tool_calls_per_turn = 3;
+
+  const auto result = ci::SandboxCodeInterpreter(sandbox, lm, options).execute("go");
+
+  CHECK(result.stop_reason == ci::StopReason::kAnswered);
+  CHECK(result.code_exec_results.size() == 3);
+  CHECK(sandbox.execute_calls().size() == 3);
+  const auto messages = lm.calls().at(1).messages;
+  REQUIRE(messages.size() == 3 + 1000);
+  CHECK(messages[3] == tool_message("0", "c0"));
+  CHECK(messages[5] == tool_message("2", "c2"));
+  CHECK(messages[6] == tool_message("[not run: at most 3 tool calls are run per turn. Nothing was run.]", "c3", true));
+  CHECK(messages.back() ==
+        tool_message("[not run: at most 3 tool calls are run per turn. Nothing was run.]", "c999", true));
+  CHECK(ci::InterpreterOptions{}.max_tool_calls_per_turn == 16);
+  ci::InterpreterOptions none;
+  none.max_tool_calls_per_turn = 0;
+  CHECK_THROWS_AS(ci::SandboxCodeInterpreter(sandbox, lm, none), std::invalid_argument);
+}
