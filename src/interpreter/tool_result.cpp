@@ -18,6 +18,15 @@ std::size_t forward_to_boundary(std::string_view text, std::size_t at) {
   return at;
 }
 
+// The cause named in the UNKNOWN note: a sandbox's own name for it, possibly long; the note must fit the bound.
+constexpr std::size_t kMaxExceptionType = 128;
+std::string exception_name(const ExecutionResult& result) {
+  if (!result.failure) return "unknown";
+  const std::string& type = result.failure->exception_type;
+  if (type.size() <= kMaxExceptionType) return type;
+  return type.substr(0, detail::utf8_char_boundary(type, kMaxExceptionType)) + "...";
+}
+
 }  // namespace
 
 std::string bound_text(std::string_view text, std::size_t max_bytes) {
@@ -47,7 +56,7 @@ ToolResultText format_tool_result(const ExecutionResult& result, std::size_t max
     case ExecutionStatus::kUnknown:
       note = fmt::format(
           "[UNKNOWN ({}): the outcome cannot be known; the code may or may not have run. It was not run again.]",
-          result.failure ? result.failure->exception_type : std::string("unknown"));
+          exception_name(result));
       break;
   }
   if (result.state_lost) {

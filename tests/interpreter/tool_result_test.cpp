@@ -84,3 +84,19 @@ TEST_CASE("an execution that never ran is an error result with its reason", "[in
   CHECK(out.content == "execute: the request was not sent");
   CHECK(out.is_error);
 }
+
+TEST_CASE("a long exception type is cut in the UNKNOWN note, so the result keeps its bound", "[interpreter][tool_result]") {
+  // The note is never cut, so an unbounded name in it would push the tool result past max_tool_result_bytes.
+  ci::ExecutionResult r;
+  r.status = ci::ExecutionStatus::kUnknown;
+  r.failure = ci::FailureDetail{std::string(127, 'x') + "\xc3\xa9" + std::string(20000, 'y'), false};
+  r.stdout_text = "partial";
+  const auto out = format_tool_result(r, 1024);
+  CHECK(out.content == "partial\n[UNKNOWN (" + std::string(127, 'x') +
+                           "...): the outcome cannot be known; the code may or may not have run. It was not run again.]");
+  CHECK(out.is_error);
+  r.failure->exception_type = "curl.RECV_ERROR";
+  CHECK(format_tool_result(r, 1024).content ==
+        "partial\n[UNKNOWN (curl.RECV_ERROR): the outcome cannot be known; the code may or may not have run. It was not "
+        "run again.]");
+}
