@@ -118,6 +118,21 @@ std::optional<std::string> code_argument(const std::string& arguments) {
   return parsed["code"].get<std::string>();
 }
 
+// Model text for a log line: control bytes as \xNN (no forged lines, no terminal escapes), at most 256 bytes.
+std::string loggable(std::string_view text) {
+  std::string out;
+  for (const char c : text.substr(0, 256)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  if (text.size() > 256) out += "...";
+  return out;
+}
+
 // A name the model wrote, made safe to quote back to it.
 std::string quoted_name(const std::string& name) {
   std::string out = name.substr(0, 64);
@@ -306,7 +321,7 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
   std::size_t returned_bytes = 0;  // bounded by max_total_file_bytes
   for (auto& link : interpreter::find_sandbox_links(result.text, upload_dir)) {
     if (!link.path) {
-      logger()->warn("interpreter: refused a sandbox link outside {}: {}", upload_dir, link.target);
+      logger()->warn("interpreter: refused a sandbox link outside {}: {}", upload_dir, loggable(link.target));
       result.refused_links.push_back(std::move(link.target));
       continue;
     }

@@ -3,9 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <sstream>
 #include <thread>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include "code_interpreter/interpreter.hpp"
+#include "code_interpreter/logging.hpp"
 #include "code_interpreter/testing/fake_sandbox.hpp"
 
 namespace ci = code_interpreter;
@@ -621,4 +626,22 @@ TEST_CASE("at most max_tool_calls_per_turn calls of one reply run; the rest are 
   ci::InterpreterOptions none;
   none.max_tool_calls_per_turn = 0;
   CHECK_THROWS_AS(ci::SandboxCodeInterpreter(sandbox, lm, none), std::invalid_argument);
+}
+
+TEST_CASE("a refused link is logged with its control bytes escaped, never raw", "[interpreter]") {
+  // The target is the model's text: a raw CR or escape sequence would forge or hide log lines on a terminal.
+  std::ostringstream captured;
+  auto logger = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_st>(captured));
+  logger->set_pattern("%v");
+  ci::set_logger(logger);
+  FakeSandbox sandbox;
+  sandbox.push_result(success(""));
+  FakeLMInvoker lm;
+  lm.push_code("pass").push_answer("[x](<sandbox:/etc/\r\x1b[2Jpasswd>)");
+
+  const auto result = ci::SandboxCodeInterpreter(sandbox, lm).execute("go");
+  ci::set_logger(nullptr);
+
+  CHECK(result.refused_links == std::vector<std::string>{"/etc/\r\x1b[2Jpasswd"});
+  CHECK(captured.str() == "interpreter: refused a sandbox link outside /files: /etc/\\x0d\\x1b[2Jpasswd\n");
 }
