@@ -128,6 +128,9 @@ struct InterpreterOptions {
   /// Largest total of the files returned for one answer, in bytes; once it is reached, further linked files go to
   /// `missing_files`. Bounds what a hostile answer can make the host hold (many links, each under `max_file_bytes`).
   std::size_t max_total_file_bytes = std::size_t{256} << 20;
+  /// Most distinct sandbox links looked up for one answer; the links after them go to `missing_files` without a
+  /// sandbox call. Bounds the lookups a hostile answer (thousands of links) can make the host do.
+  std::size_t max_linked_files = 100;
   /// Budget of each `execute_code` call; nullopt: the backend's default (300 s); <= 0: unbounded (still bounded by
   /// `timeout`).
   Timeout execution_timeout;
@@ -168,8 +171,8 @@ struct InterpreterResult {
   /// named by its base name.
   std::vector<CodeExecResult> code_exec_results;
   /// Linked sandbox paths (as written after "sandbox:") that could not be returned: the file does not exist, could
-  /// not be read, is over `max_file_bytes` (or past `max_total_file_bytes`), the backend cannot download files, or
-  /// no code was executed.
+  /// not be read, is over `max_file_bytes` (or past `max_total_file_bytes` or `max_linked_files`), the backend
+  /// cannot download files, or no code was executed.
   std::vector<std::string> missing_files;
   /// Link targets refused without being looked at: outside the upload directory, or holding "..", ".", an empty
   /// component, a backslash or a control character (NUL included).

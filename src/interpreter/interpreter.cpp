@@ -327,7 +327,8 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
     }
     if (!fetched.insert(*link.path).second) continue;
     const auto missing = [&] { result.missing_files.push_back(link.target); };
-    if (result.code_exec_results.empty() || !facts.capabilities.file_download || stop.stopped()) {
+    if (result.code_exec_results.empty() || !facts.capabilities.file_download || stop.stopped() ||
+        fetched.size() > options_.max_linked_files) {
       missing();
       continue;
     }

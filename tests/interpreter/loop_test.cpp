@@ -645,3 +645,29 @@ TEST_CASE("a refused link is logged with its control bytes escaped, never raw", 
   CHECK(result.refused_links == std::vector<std::string>{"/etc/\r\x1b[2Jpasswd"});
   CHECK(captured.str() == "interpreter: refused a sandbox link outside /files: /etc/\\x0d\\x1b[2Jpasswd\n");
 }
+
+TEST_CASE("only the first max_linked_files distinct links are looked up; the rest go to missing_files unlooked",
+          "[interpreter]") {
+  // A hostile answer may hold hundreds of thousands of links; each lookup is a sandbox round trip.
+  FakeSandbox sandbox;
+  sandbox.push_result(success(""), {{"/files/a", "1"}, {"/files/b", "2"}, {"/files/c", "3"}});
+  FakeLMInvoker lm;
+  std::string answer = "[a](sandbox:/files/a) [a2](sandbox:/files/%61) [b](sandbox:/files/b) [x](sandbox:/etc/x)";
+  for (int i = 0; i < 5000; ++i) answer += " [m](sandbox:/files/m" + std::to_string(i) + ")";
+  answer += " [c](sandbox:/files/c)";
+  lm.push_code("write()").push_answer(answer);
+  ci::InterpreterOptions options;
+  options.max_linked_files = 2;
+
+  const auto result = ci::SandboxCodeInterpreter(sandbox, lm, options).execute("go");
+
+  REQUIRE(result.code_exec_results.at(0).output.size() == 2);
+  CHECK(result.code_exec_results[0].output[0].data == "1");
+  CHECK(result.code_exec_results[0].output[1].data == "2");
+  CHECK(sandbox.downloads() == std::vector<std::string>{"/files/a", "/files/b"});
+  CHECK(result.refused_links == std::vector<std::string>{"/etc/x"});
+  REQUIRE(result.missing_files.size() == 5001);
+  CHECK(result.missing_files.front() == "/files/m0");
+  CHECK(result.missing_files.back() == "/files/c");
+  CHECK(ci::InterpreterOptions{}.max_linked_files == 100);
+}
