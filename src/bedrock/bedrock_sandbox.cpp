@@ -356,13 +356,47 @@ struct BedrockAgentCoreSandbox::Impl {
     req.cancel = options.cancel;
     req.timeout = deadline.bound(options.request_timeout);
     const auto ex = http::perform_with_retries(client, req, {}, deadline_hooks(deadline));
-    if (!ex.success()) throw_service_error<SandboxStartError>(ex, Stage::kCreate, "StartCodeInterpreterSession");
+    if (!ex.success()) {
+      // Sent but unanswered (lost, timed out, cancelled): the service may have started a session.
+      if (!ex.ok() && ex.request_written) stop_lost_session(req);
+      throw_service_error<SandboxStartError>(ex, Stage::kCreate, "StartCodeInterpreterSession");
+    }
+    auto id = session_id_of(ex);
+    if (!id)
+      throw SandboxStartError("StartCodeInterpreterSession answered without a usable sessionId", Stage::kCreate,
+                              ErrorKind::kInternal);
+    session_id = std::move(*id);
+  }
+
+  static std::optional<std::string> session_id_of(const http::Exchange& ex) {
     const json answer = detail::parse_untrusted_json(ex.response.body);
     if (!answer.is_object() || !answer.contains("sessionId") || !answer["sessionId"].is_string() ||
         !valid_session_id(answer["sessionId"].get<std::string>()))
-      throw SandboxStartError("StartCodeInterpreterSession answered without a usable sessionId", Stage::kCreate,
-                              ErrorKind::kInternal);
-    session_id = answer["sessionId"].get<std::string>();
+      return std::nullopt;
+    return answer["sessionId"].get<std::string>();
+  }
+
+  // A session whose Start answer was lost would run, billed, until its timeout with no handle to stop it. Start is
+  // idempotent by its clientToken (bedrock.md §2.3): the same request again answers with that session (or starts
+  // it), which is then stopped. Best effort, with a budget of its own: the caller's deadline or cancellation may be
+  // what ended the Start, and must not skip the cleanup (create may so overrun create_timeout by up to 20 s).
+  void stop_lost_session(http::Request start_request) {
+    constexpr milliseconds kCleanup{std::chrono::seconds(10)};
+    start_request.cancel = {};
+    start_request.timeout = options.request_timeout.count() > 0 ? std::min(options.request_timeout, kCleanup) : kCleanup;
+    const auto again = client.perform(start_request);
+    auto id = again.success() ? session_id_of(again) : std::nullopt;
+    if (!id) {
+      logger()->warn("bedrock: a Start was sent but not answered, and its session could not be found to stop it; "
+                     "if it started, it ends by itself after {} s",
+                     options.session_timeout.count());
+      return;
+    }
+    session_id = std::move(*id);
+    if (!stopped(stop(Deadline::after(kCleanup, kCleanup))))
+      logger()->warn("bedrock: session {} started without an answer and could not be stopped; it ends by itself after "
+                     "{} s", session_id, options.session_timeout.count());
+    session_id.clear();
   }
 
   // True when the session is stopped (or was already gone).

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -68,17 +69,36 @@ class ScriptedAgentCore {
   }
   [[nodiscard]] int invocations() const { return invocations_.load(); }
   [[nodiscard]] int stops() const { return stops_.load(); }
+  /// `drop(n)` for the n-th Start (from 0): true reads it and closes the connection without an answer.
+  void drop_starts(std::function<bool(int)> drop) { drop_start_ = std::move(drop); }
+  [[nodiscard]] std::vector<std::string> start_tokens() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return start_tokens_;
+  }
+  [[nodiscard]] std::vector<std::string> stop_targets() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return stop_targets_;
+  }
 
  private:
   void serve(ServerConnection& c) {
     while (auto request = c.read_request()) {
       const std::string& target = request->target;
       if (target.find("/sessions/start") != std::string::npos) {
+        {
+          const std::lock_guard<std::mutex> lock(mutex_);
+          start_tokens_.push_back(json::parse(request->body).value("clientToken", ""));
+        }
+        if (drop_start_ && drop_start_(starts_++)) return;  // read, never answered
         c.respond(200, R"({"codeInterpreterIdentifier":"aws.codeinterpreter.v1","sessionId":"SESSION1",)"
                        R"("createdAt":"2026-01-01T12:00:00.000Z"})",
                   "Content-Type: application/json\r\n");
       } else if (target.find("/sessions/stop") != std::string::npos) {
         ++stops_;
+        {
+          const std::lock_guard<std::mutex> lock(mutex_);
+          stop_targets_.push_back(target);
+        }
         c.respond(200, R"({"codeInterpreterIdentifier":"aws.codeinterpreter.v1","sessionId":"SESSION1",)"
                        R"("lastUpdatedAt":"2026-01-01T12:00:01.000Z"})",
                   "Content-Type: application/json\r\n");
@@ -99,8 +119,12 @@ class ScriptedAgentCore {
   }
 
   Invoke invoke_;
+  std::function<bool(int)> drop_start_;
   std::atomic<int> invocations_{0};
   std::atomic<int> stops_{0};
+  std::atomic<int> starts_{0};
+  mutable std::mutex mutex_;
+  std::vector<std::string> start_tokens_, stop_targets_;
   LocalHttpServer server_;
 };
 
@@ -507,4 +531,28 @@ TEST_CASE("bedrock hostile: a throttled getTask is polled again; the command's r
   CHECK(r.stdout_text == "done\n");
   CHECK(polls.load() == 2);
   sandbox->terminate();
+}
+
+TEST_CASE("bedrock hostile: a Start whose every answer was lost: the session it may have made is found by its "
+          "clientToken and stopped, and create throws a transient error",
+          "[bedrock][hostile]") {
+  ScriptedAgentCore server([](const std::string&, const json&, int) -> std::optional<std::string> { return {}; });
+  server.drop_starts([](int n) { return n < 3; });  // the three attempts of create; the cleanup's Start is answered
+  auto options = server.options();
+  options.create_timeout = 3s;
+  options.request_timeout = 1s;
+  try {
+    (void)BedrockAgentCoreSandbox::create(options);
+    FAIL("create must throw");
+  } catch (const SandboxStartError& e) {
+    CHECK(e.stage() == Stage::kCreate);
+    CHECK(e.transient());
+  }
+  const auto tokens = server.start_tokens();
+  REQUIRE(tokens.size() == 4);
+  for (const auto& t : tokens) CHECK(t == tokens.front());  // one clientToken: the cleanup asks for the same session
+  // The cleanup's Start was answered with SESSION1, which was then stopped, once.
+  CHECK(server.stops() == 1);
+  REQUIRE(server.stop_targets().size() == 1);
+  CHECK(server.stop_targets()[0].find("sessionId=SESSION1") != std::string::npos);
 }
