@@ -38,6 +38,7 @@ constexpr std::string_view kClientTokenKey = "code_interpreter_client_token";
 constexpr milliseconds kDefaultExecuteTimeout{std::chrono::seconds(300)};
 constexpr milliseconds kDefaultCommandTimeout{std::chrono::seconds(30)};
 constexpr milliseconds kDefaultCreateTimeout{std::chrono::minutes(5)};
+constexpr milliseconds kCleanupBudget{std::chrono::seconds(20)};  // finding and killing what a lost create made
 constexpr milliseconds kHealthTimeout{std::chrono::seconds(5)};
 constexpr std::size_t kMaxErrorBody = 64 * 1024;
 
@@ -269,12 +270,17 @@ struct E2BSandbox::Impl {
   }
 
   // Lists the sandboxes carrying `token` and kills them; true when the listing worked and every kill did.
-  bool cleanup_by_token(const std::string& token, std::stop_token cancel) {
+  // Finds the sandboxes a create may have made (by the client token in their metadata) and kills them. It has a
+  // budget of its own (kCleanupBudget for the listing and the kills together) and is never cancelled: the caller's
+  // deadline or cancellation may be what ended the create, and must not leave a sandbox running unnoticed. So a
+  // create that fails this way may return up to kCleanupBudget after create_timeout.
+  bool cleanup_by_token(const std::string& token) {
+    const auto budget = Deadline::after(kCleanupBudget, kCleanupBudget);
     // The JS SDK encodes each key and value, joins them as k=v, and sends that as one parameter (e2b.md §1.2).
     const std::string filter = http::url_encode(kClientTokenKey) + "=" + http::url_encode(token);
     auto list = api_request("GET", "/v2/sandboxes?metadata=" + http::url_encode(filter) + "&state=running,paused");
-    list.cancel = cancel;
-    const auto listed = http::perform_with_retries(client, list);
+    list.timeout = budget.bound(list.timeout);
+    const auto listed = http::perform_with_retries(client, list, {}, deadline_hooks(budget));
     if (!listed.success()) {
       logger()->error("e2b: could not list sandboxes to clean up a lost create ({})", http::to_transport_error(listed, "list").what());
       return false;
@@ -287,8 +293,8 @@ struct E2BSandbox::Impl {
       if (it == sandbox.end() || !it->is_string() || !valid_sandbox_id(it->get<std::string>())) continue;
       const std::string found_id = it->get<std::string>();
       auto kill = api_request("DELETE", "/sandboxes/" + found_id);
-      kill.cancel = cancel;
-      const auto killed = http::perform_with_retries(client, kill);
+      kill.timeout = budget.bound(kill.timeout);
+      const auto killed = http::perform_with_retries(client, kill, {}, deadline_hooks(budget));
       const bool ok = killed.success() || (killed.ok() && killed.response.status == 404);
       if (ok) logger()->warn("e2b: killed sandbox {} left by a create whose answer was lost", found_id);
       else logger()->error("e2b: could not kill sandbox {} left by a lost create", found_id);
@@ -336,11 +342,18 @@ struct E2BSandbox::Impl {
     hooks.retryable = [](const http::Exchange& ex) {
       return ex.failure != http::Failure::kCancelled && http::is_transient(ex, true);
     };
+    bool cleaned = false;  // what the latest attempt may have made was already cleaned up
+    hooks.prepare = [&cleaned, prepare = hooks.prepare](http::Request& request) {
+      cleaned = false;
+      prepare(request);
+    };
     hooks.before_retry = [&](const http::Exchange& ex) {
-      if (may_have_created(ex) && !cleanup_by_token(token, options.cancel)) {
+      if (!may_have_created(ex)) return true;
+      if (!cleanup_by_token(token)) {
         left_unknown = true;
         return false;
       }
+      cleaned = true;
       return true;
     };
 
@@ -367,11 +380,11 @@ struct E2BSandbox::Impl {
         accept_sandbox_answer(ex, Stage::kCreate);
         return;
       } catch (const SandboxStartError&) {
-        cleanup_by_token(token, {});
+        cleanup_by_token(token);
         throw;
       }
     }
-    if (!left_unknown && may_have_created(ex) && !cleanup_by_token(token, {})) left_unknown = true;
+    if (!left_unknown && !cleaned && may_have_created(ex) && !cleanup_by_token(token)) left_unknown = true;
     if (left_unknown)
       logger()->error("e2b: a create may have made a sandbox that could not be killed; it carries metadata {}={}",
                   kClientTokenKey, token);

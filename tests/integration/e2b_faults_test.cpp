@@ -110,6 +110,33 @@ TEST_CASE("create: an answer lost after the sandbox was made is cleaned up by it
   CHECK(server.alive().empty());
 }
 
+TEST_CASE("create: the cleanup of a lost create has a budget of its own, 20 s, not three request timeouts",
+          "[e2b][faults]") {
+  E2BServer server;
+  server.fault({{"surface", "api"}, {"method", "POST"}, {"path", "/v2/sandboxes"},
+                {"action", "close_after_request"}});
+  server.fault({{"surface", "api"}, {"method", "GET"}, {"path", "/v2/sandboxes"}, {"action", "stall"}, {"count", -1}});
+  auto options = server.options();
+  options.request_timeout = 30s;  // three stalled listings would take 90 s
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    (void)E2BSandbox::create(options);
+    FAIL("create must throw when the lost sandbox cannot be looked up");
+  } catch (const SandboxStartError& e) {
+    CHECK(e.stage() == Stage::kCreate);
+  }
+  const auto took = std::chrono::steady_clock::now() - started;
+  CHECK(took >= 19s);
+  CHECK(took < 27s);
+  CHECK(server.requests("POST", "/v2/sandboxes").size() == 1);  // not retried: what it made could not be found
+  // The sandbox the lost create made is still there (the create logged its token); kill it for the next check.
+  server.clear_faults();
+  const auto left = server.alive();
+  REQUIRE(left.size() == 1);
+  auto found = E2BSandbox::connect(left[0], server.options());
+  found->terminate();
+}
+
 TEST_CASE("create: headers then a reset is retried after cleanup", "[e2b][faults]") {
   E2BServer server;
   server.fault({{"surface", "api"}, {"method", "POST"}, {"path", "/v2/sandboxes"},
