@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <cctype>
 #include <fstream>
 #include <mutex>
@@ -611,17 +610,11 @@ struct BedrockAgentCoreSandbox::Impl {
     return std::nullopt;
   }
 
-  // The service's exitCode, if it sent an integer. It is untrusted: a value that does not fit in an int must not
-  // wrap (to 0, SUCCESS, say); it gives 1, as CPython's own exit does for such a value (the rule of docs/errors.md).
+  // The service's exitCode, if it sent an integer; untrusted, so never wrapped (core/untrusted.hpp).
   static std::optional<int> exit_code_of(const Invocation& inv) {
     const auto it = inv.structured.find("exitCode");
-    if (it == inv.structured.end() || !it->is_number_integer()) return std::nullopt;
-    if (it->is_number_unsigned()) {
-      const auto v = it->get<std::uint64_t>();
-      return v <= static_cast<std::uint64_t>(std::numeric_limits<int>::max()) ? static_cast<int>(v) : 1;
-    }
-    const auto v = it->get<std::int64_t>();
-    return v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max() ? static_cast<int>(v) : 1;
+    if (it == inv.structured.end()) return std::nullopt;
+    return detail::untrusted_exit_code(*it);
   }
 
   // ---- files: through the file tools, paths relative to the session's working directory (bedrock.md §3) ----

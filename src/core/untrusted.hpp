@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
+#include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -36,6 +39,19 @@ inline nlohmann::json parse_untrusted_json(std::string_view text, int max_depth 
   } catch (const Refused&) {
     return nlohmann::json(nlohmann::json::value_t::discarded);
   }
+}
+
+/// An exit code a service sent as a JSON integer: nullopt when `value` is not one. A value that does not fit in an
+/// int gives 1 and never wraps (to 0, which would read as SUCCESS), as CPython's own exit does for such a value
+/// (docs/errors.md).
+inline std::optional<int> untrusted_exit_code(const nlohmann::json& value) {
+  if (!value.is_number_integer()) return std::nullopt;
+  if (value.is_number_unsigned()) {
+    const auto v = value.get<std::uint64_t>();
+    return v <= static_cast<std::uint64_t>(std::numeric_limits<int>::max()) ? static_cast<int>(v) : 1;
+  }
+  const auto v = value.get<std::int64_t>();
+  return v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max() ? static_cast<int>(v) : 1;
 }
 
 /// Replaces every occurrence of each non-empty secret in `text` with "[redacted]". Run it before any cut, so no

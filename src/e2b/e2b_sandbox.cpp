@@ -1,6 +1,7 @@
 #include "code_interpreter/e2b_sandbox.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <initializer_list>
@@ -201,6 +202,10 @@ struct E2BSandbox::Impl {
                               Stage::kConfigure, ErrorKind::kInvalidArgument);
     if (options.lifetime.count() <= 0)
       throw SandboxStartError("the sandbox lifetime must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
+    // A cap of 0 would make every line hostile, so every execute and command UNKNOWN.
+    if (options.max_line_bytes == 0 || options.max_output_bytes == 0)
+      throw SandboxStartError("max_line_bytes and max_output_bytes must be positive", Stage::kConfigure,
+                              ErrorKind::kInvalidArgument);
     // They travel as JSON strings (the create's body, the pip install's code).
     const auto not_utf8 = [](std::string_view what) {
       return SandboxStartError(std::string(what) + " is not valid UTF-8", Stage::kConfigure, ErrorKind::kInvalidArgument);
@@ -644,14 +649,12 @@ struct E2BSandbox::Impl {
         r.code_error.reset();
         return;
       }
+      // str() of an int code is digits with an optional '-'; anything else (" 3", "+3": only a str code prints so)
+      // exits 1, as CPython does.
       int n = 1;
-      try {
-        std::size_t used = 0;
-        n = std::stoi(e.value, &used);
-        if (used != e.value.size()) n = 1;
-      } catch (...) {
+      if (const auto [end, ec] = std::from_chars(e.value.data(), e.value.data() + e.value.size(), n);
+          ec != std::errc() || end != e.value.data() + e.value.size())
         n = 1;
-      }
       r.status = ExecutionStatus::kError;
       r.exit_code = n;
       r.error = e.traceback.empty() ? e.name + ": " + e.value : e.traceback;
@@ -915,10 +918,14 @@ std::vector<FileInfo> E2BSandbox::do_list_files(std::string_view dir) {
       info.is_directory = it->get<std::string>() == "FILE_TYPE_DIRECTORY";
     // int64 fields are JSON strings in protojson (e2b.md §4.1).
     if (const auto it = e.find("size"); it != e.end()) {
-      try {
-        info.size = it->is_string() ? std::stoull(it->get<std::string>()) : it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
-      } catch (...) {
-        info.size = 0;
+      // Digits only: std::stoull would take "-1" as 2^64-1, and " 7" or "+7" too.
+      if (it->is_string()) {
+        const auto& text = it->get_ref<const std::string&>();
+        std::uint64_t size = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), size);
+        info.size = ec == std::errc() && end == text.data() + text.size() && !text.empty() ? size : 0;
+      } else if (it->is_number_unsigned()) {
+        info.size = it->get<std::uint64_t>();
       }
     }
     files.push_back(std::move(info));

@@ -404,6 +404,7 @@ class HostileE2B {
   using Script = std::function<void(ServerConnection&, const ReceivedRequest&)>;
   Script on_execute;
   Script on_create;
+  Script on_other;  ///< any other request, before the default 404
 
   HostileE2B()
       : server_([this](ServerConnection& c, int) {
@@ -422,6 +423,8 @@ class HostileE2B {
               return on_execute(c, *request);
             } else if (t.rfind("/v2/sandboxes?", 0) == 0) {
               c.respond(200, "[]", "Content-Type: application/json\r\n");
+            } else if (on_other) {
+              on_other(c, *request);
             } else {
               c.respond(404, R"({"code":404,"message":"nope"})", "Content-Type: application/json\r\n");
             }
@@ -910,4 +913,62 @@ TEST_CASE("careless use: restart_context and remove_context with an empty id are
   CHECK_THROWS_MATCHES(sandbox->remove_context(""), std::invalid_argument, Catch::Message("context_id is empty"));
   CHECK(e2b.server().requests().size() == before);
   sandbox->terminate();
+}
+
+TEST_CASE("hostile answers: a file size that is not plain digits is 0, never wrapped", "[e2b][hostile]") {
+  HostileE2B e2b;
+  e2b.on_other = [](ServerConnection& c, const ReceivedRequest&) {
+    c.respond(200,
+              R"({"entries":[{"name":"a","path":"/files/a","type":"FILE_TYPE_FILE","size":"-1"},)"
+              R"({"name":"b","path":"/files/b","type":"FILE_TYPE_FILE","size":" 7"},)"
+              R"({"name":"c","path":"/files/c","type":"FILE_TYPE_FILE","size":"+7"},)"
+              R"({"name":"d","path":"/files/d","type":"FILE_TYPE_FILE","size":"18446744073709551616"},)"
+              R"({"name":"e","path":"/files/e","type":"FILE_TYPE_FILE","size":"42"}]})",
+              "Content-Type: application/json\r\n");
+  };
+  auto sandbox = E2BSandbox::create(e2b.options());
+  const auto files = sandbox->list_files("/files");
+  REQUIRE(files.size() == 5);
+  for (int i = 0; i < 4; ++i) CHECK(files[i].size == 0);
+  CHECK(files[4] == FileInfo{"e", "/files/e", false, 42});
+  sandbox->terminate();
+}
+
+TEST_CASE("hostile answers: a SystemExit value that only a str code prints (' 3', '+3') exits 1", "[e2b][hostile]") {
+  HostileE2B e2b;
+  std::string value;
+  e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) {
+    // This script ends the connection after answering: say so, or the next call would find it closed.
+    c.respond(200, R"({"type": "error", "name": "SystemExit", "value": ")" + value + R"(", "traceback": ""})" "\n"
+                   R"({"type": "end_of_execution"})" "\n",
+              "Connection: close\r\n");
+  };
+  auto sandbox = E2BSandbox::create(e2b.options());
+  for (const auto& [sent, expected] : std::vector<std::pair<std::string, int>>{
+           {" 3", 1}, {"+3", 1}, {"3 ", 1}, {"-3", -3}, {"3", 3}, {"99999999999", 1}}) {
+    value = sent;
+    INFO("'" << sent << "'");
+    const auto r = sandbox->execute_code("raise SystemExit");
+    INFO(r.error);
+    CHECK(r.status == ExecutionStatus::kError);
+    CHECK(r.exit_code == expected);
+  }
+  sandbox->terminate();
+}
+
+TEST_CASE("careless use: an output or line cap of 0 is refused as configuration", "[e2b][hostile]") {
+  HostileE2B e2b;
+  for (int which = 0; which < 2; ++which) {
+    auto options = e2b.options();
+    (which == 0 ? options.max_line_bytes : options.max_output_bytes) = 0;
+    try {
+      (void)E2BSandbox::create(options);
+      FAIL("create must throw");
+    } catch (const SandboxStartError& e) {
+      CHECK(e.stage() == Stage::kConfigure);
+      CHECK(e.kind() == ErrorKind::kInvalidArgument);
+      CHECK(std::string(e.what()) == "max_line_bytes and max_output_bytes must be positive");
+    }
+  }
+  CHECK(e2b.server().connections() == 0);
 }

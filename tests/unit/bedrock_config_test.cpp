@@ -198,6 +198,17 @@ TEST_CASE("resolve_config: an endpoint with a query or a fragment is refused, si
   }
 }
 
+TEST_CASE("resolve_config: a message or output cap of 0 is refused", "[bedrock_config]") {
+  Environment env;
+  set_env_credentials();
+  for (int which = 0; which < 2; ++which) {
+    auto options = with_region();
+    (which == 0 ? options.max_message_bytes : options.max_output_bytes) = 0;
+    const auto e = refusal(options, ErrorKind::kInvalidArgument);
+    CHECK(std::string(e.what()) == "max_message_bytes and max_output_bytes must be positive");
+  }
+}
+
 TEST_CASE("resolve_config: an access key id without its secret in the environment falls through to the files",
           "[bedrock_config]") {
   Environment env;

@@ -385,6 +385,15 @@ TEST_CASE("ProcessStream reads a missing exitCode as 0, as protojson omits defau
   CHECK_FALSE(stream.end()->exited);
 }
 
+TEST_CASE("ProcessStream reads an exitCode beyond int as 1, never wrapped to 0", "[e2b_streams]") {
+  for (const auto& code : {nlohmann::json(4294967296ULL), nlohmann::json(-1099511627776LL)}) {
+    ProcessStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
+    CHECK(stream.feed(message(kStart) + message({{"end", {{"exitCode", code}, {"exited", true}}}})));
+    REQUIRE(stream.ended());
+    CHECK(stream.end()->exit_code == 1);
+  }
+}
+
 TEST_CASE("ProcessStream reads exitCode, status and error of a failed command", "[e2b_streams]") {
   ProcessStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
   CHECK(stream.feed(message(kStart) +
