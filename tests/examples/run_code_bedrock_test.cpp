@@ -137,7 +137,7 @@ TEST_CASE("run_code --backend bedrock: a timeout exits 2 and the session is stil
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("run_code --backend bedrock: --interpreter picks the code interpreter; an unknown one or an ARN cannot "
+TEST_CASE("run_code --backend bedrock: --interpreter picks the code interpreter, an unknown one or an ARN cannot "
           "start (exit 4)",
           "[bedrock][example]") {
   BedrockServer server({"--interpreter", "myInterp-abc1234567"});

@@ -125,7 +125,7 @@ TEST_CASE("run_code --backend e2b: a timeout exits 2 and the sandbox is still te
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("run_code --backend e2b: --template picks the template; an unknown one cannot start (exit 4)",
+TEST_CASE("run_code --backend e2b: --template picks the template, an unknown one cannot start (exit 4)",
           "[e2b][example]") {
   E2BServer server;
   const auto base = run_code({"--backend", "e2b", "--template", "base", "-c", "print('ok')"}, e2b_env(server));

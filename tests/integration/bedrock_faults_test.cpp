@@ -149,7 +149,7 @@ TEST_CASE("bedrock invoke: an exception after a result is UNKNOWN", "[bedrock][f
   sandbox->terminate();
 }
 
-TEST_CASE("bedrock invoke: error frames: first → ERROR never ran; after a result → UNKNOWN", "[bedrock][faults]") {
+TEST_CASE("bedrock invoke: error frames: first → ERROR never ran, after a result → UNKNOWN", "[bedrock][faults]") {
   BedrockServer server;
   auto sandbox = BedrockAgentCoreSandbox::create(server.options());
   server.fault(invoke_fault({{"action", "error_frame"}, {"after", 0}}));

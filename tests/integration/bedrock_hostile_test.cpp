@@ -446,7 +446,7 @@ TEST_CASE("bedrock hostile: a Start or Get answer of more than a million JSON va
   sandbox->terminate();
 }
 
-TEST_CASE("bedrock hostile: session_name counts characters, not bytes; a session_name or package name that is not "
+TEST_CASE("bedrock hostile: session_name counts characters, not bytes, a session_name or package name that is not "
           "UTF-8 is SandboxStartError(configure), not a JSON exception",
           "[bedrock][hostile]") {
   ScriptedAgentCore server([](const std::string&, const json&, int) {
@@ -508,7 +508,7 @@ TEST_CASE("bedrock hostile: an exitCode that does not fit in an int is 1, never 
   sandbox->terminate();
 }
 
-TEST_CASE("bedrock hostile: a throttled getTask is polled again; the command's result still arrives",
+TEST_CASE("bedrock hostile: a throttled getTask is polled again, the command's result still arrives",
           "[bedrock][hostile]") {
   std::atomic<int> polls{0};
   ScriptedAgentCore server([&](const std::string& tool, const json&, int) -> std::optional<std::string> {

@@ -23,7 +23,7 @@ std::string all_bytes() {
 
 }  // namespace
 
-TEST_CASE("bedrock: create starts a signed session; terminate stops it and ends the handle", "[bedrock]") {
+TEST_CASE("bedrock: create starts a signed session, terminate stops it and ends the handle", "[bedrock]") {
   BedrockServer server;
   auto options = server.options();
   options.session_name = "cpp-session";
@@ -82,7 +82,7 @@ TEST_CASE("bedrock: output callbacks get each line after the answer", "[bedrock]
   sandbox->terminate();
 }
 
-TEST_CASE("bedrock: env applies to one Python execution only; other languages refuse it before sending",
+TEST_CASE("bedrock: env applies to one Python execution only, other languages refuse it before sending",
           "[bedrock]") {
   BedrockServer server;
   auto sandbox = BedrockAgentCoreSandbox::create(server.options());
@@ -217,7 +217,7 @@ TEST_CASE("bedrock: an executeCode over its timeout is TIMEOUT/execution and say
   sandbox->terminate();
 }
 
-TEST_CASE("bedrock: set_timeout is a no-op; an expired session is gone: ERROR, retry_safe, state_lost",
+TEST_CASE("bedrock: set_timeout is a no-op, an expired session is gone: ERROR, retry_safe, state_lost",
           "[bedrock]") {
   BedrockServer server;
   auto options = server.options();
@@ -317,7 +317,7 @@ TEST_CASE("bedrock: credentials come from the environment and from a profile in 
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("bedrock: temporary credentials sign the session token; a wrong secret is UNAUTHENTICATED", "[bedrock]") {
+TEST_CASE("bedrock: temporary credentials sign the session token, a wrong secret is UNAUTHENTICATED", "[bedrock]") {
   BedrockServer server({"--session-token", "FwoGZXIvYXdzEXAMPLETOKEN"});
   AwsCredentials temporary = test::kTestCredentials;
   temporary.session_token = "FwoGZXIvYXdzEXAMPLETOKEN";

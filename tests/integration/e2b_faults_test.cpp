@@ -80,7 +80,7 @@ TEST_CASE("create: 5xx on every attempt is a transient SandboxStartError, nothin
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("create: a connection refused on arrival is retried; all three refused is transient", "[e2b][faults]") {
+TEST_CASE("create: a connection refused on arrival is retried, all three refused is transient", "[e2b][faults]") {
   E2BServer server;
   server.fault({{"surface", "api"}, {"method", "POST"}, {"path", "/v2/sandboxes"}, {"action", "refuse"},
                 {"count", -1}});
@@ -662,7 +662,7 @@ TEST_CASE("hostile command: an envelope claiming 4 GiB is UNKNOWN protocol.overs
   sandbox->terminate();
 }
 
-TEST_CASE("hostile create: a bad sandboxID is refused; a token with CRLF is never sent as a header",
+TEST_CASE("hostile create: a bad sandboxID is refused, a token with CRLF is never sent as a header",
           "[e2b][hostile]") {
   SECTION("sandboxID with a path in it") {
     HostileE2B e2b;

@@ -22,7 +22,7 @@ std::string all_bytes() {
 
 }  // namespace
 
-TEST_CASE("create gives a running sandbox; terminate kills it and ends the handle", "[e2b]") {
+TEST_CASE("create gives a running sandbox, terminate kills it and ends the handle", "[e2b]") {
   E2BServer server;
   auto options = server.options();
   options.metadata = {{"job", "42"}};
@@ -79,7 +79,7 @@ TEST_CASE("an exception in the code is ERROR with the code's error, output befor
   sandbox->terminate();
 }
 
-TEST_CASE("sys.exit(n) is exit code n; sys.exit(0) is success", "[e2b]") {
+TEST_CASE("sys.exit(n) is exit code n, sys.exit(0) is success", "[e2b]") {
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
   const auto three = sandbox->execute_code("import sys\nsys.exit(3)");
@@ -280,7 +280,7 @@ TEST_CASE("contexts: separate state, restart clears it, removal", "[e2b]") {
   sandbox->terminate();
 }
 
-TEST_CASE("set_timeout renews the lease; an expired sandbox is gone: ERROR, retry_safe, state_lost", "[e2b]") {
+TEST_CASE("set_timeout renews the lease, an expired sandbox is gone: ERROR, retry_safe, state_lost", "[e2b]") {
   E2BServer server;
   auto options = server.options();
   options.lifetime = 2s;
@@ -300,7 +300,7 @@ TEST_CASE("set_timeout renews the lease; an expired sandbox is gone: ERROR, retr
   sandbox->terminate();  // already gone (404): success
 }
 
-TEST_CASE("connect attaches to a running sandbox by id; an unknown id is NOT_FOUND", "[e2b]") {
+TEST_CASE("connect attaches to a running sandbox by id, an unknown id is NOT_FOUND", "[e2b]") {
   E2BServer server;
   auto first = E2BSandbox::create(server.options());
   REQUIRE(first->execute_code("shared = 7").status == ExecutionStatus::kSuccess);
@@ -321,7 +321,7 @@ TEST_CASE("connect attaches to a running sandbox by id; an unknown id is NOT_FOU
   CHECK_THROWS_AS(E2BSandbox::connect("../../x", server.options()), SandboxStartError);
 }
 
-TEST_CASE("a bad API key is UNAUTHENTICATED and not transient; a missing one fails before any request", "[e2b]") {
+TEST_CASE("a bad API key is UNAUTHENTICATED and not transient, a missing one fails before any request", "[e2b]") {
   E2BServer server;
   auto options = server.options();
   options.api_key = "e2b_" + std::string(40, '1');
@@ -421,7 +421,7 @@ TEST_CASE("a throwing output callback cancels the call: UNKNOWN callback.excepti
   sandbox->terminate();
 }
 
-TEST_CASE("additional_packages are installed with pip at creation; a failed install tears the sandbox down",
+TEST_CASE("additional_packages are installed with pip at creation, a failed install tears the sandbox down",
           "[e2b]") {
   E2BServer server;
   auto options = server.options();

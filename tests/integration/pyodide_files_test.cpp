@@ -163,7 +163,7 @@ TEST_CASE("list_files lists a directory, sorted, with sizes", "[files]") {
   }
 }
 
-TEST_CASE("remove_file removes files and directory trees; a missing path is kNotFound", "[files]") {
+TEST_CASE("remove_file removes files and directory trees, a missing path is kNotFound", "[files]") {
   auto sb = make_sandbox();
   sb->write_file("/files/tree/a/b.txt", "x");
   sb->write_file("/files/single.txt", "y");

@@ -596,7 +596,7 @@ TEST_CASE("the files returned for one answer are bounded in total by max_total_f
                                                                     "/files/d.bin"}));
 }
 
-TEST_CASE("at most max_tool_calls_per_turn calls of one reply run; the rest are answered as not run",
+TEST_CASE("at most max_tool_calls_per_turn calls of one reply run, the rest are answered as not run",
           "[interpreter]") {
   // A hostile or broken reply may hold thousands of tool calls: max_turns alone would not bound the executions.
   FakeSandbox sandbox;
@@ -646,7 +646,7 @@ TEST_CASE("a refused link is logged with its control bytes escaped, never raw", 
   CHECK(captured.str() == "interpreter: refused a sandbox link outside /files: /etc/\\x0d\\x1b[2Jpasswd\n");
 }
 
-TEST_CASE("only the first max_linked_files distinct links are looked up; the rest go to missing_files unlooked",
+TEST_CASE("only the first max_linked_files distinct links are looked up, the rest go to missing_files unlooked",
           "[interpreter]") {
   // A hostile answer may hold hundreds of thousands of links; each lookup is a sandbox round trip.
   FakeSandbox sandbox;

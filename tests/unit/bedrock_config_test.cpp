@@ -145,7 +145,7 @@ TEST_CASE("parse_ini: spacing is trimmed, keys are lower-cased, values and secti
   CHECK(section.count("AWS_Access_Key_ID") == 0);
 }
 
-TEST_CASE("parse_ini: empty sections are kept; lines before any section or without '=' are ignored; the last "
+TEST_CASE("parse_ini: empty sections are kept, lines before any section or without '=' are ignored, the last "
           "value wins",
           "[bedrock_config]") {
   const auto ini = parse_ini("orphan = 1\n[empty]\n[s]\nno equals sign here\nkey = first\nkey = second\nlast=x");
@@ -172,7 +172,7 @@ TEST_CASE("resolve_config: credentials from options win over the environment and
   CHECK(config.credentials_source == "options");
 }
 
-TEST_CASE("resolve_config: the environment wins over the shared files; AWS_SESSION_TOKEN comes with it",
+TEST_CASE("resolve_config: the environment wins over the shared files, AWS_SESSION_TOKEN comes with it",
           "[bedrock_config]") {
   Environment env;
   set_env_credentials();
@@ -220,7 +220,7 @@ TEST_CASE("resolve_config: an access key id without its secret in the environmen
   CHECK(config.credentials_source == "credentials file");
 }
 
-TEST_CASE("resolve_config: the credentials file wins over the config file; ~/.aws is the default location",
+TEST_CASE("resolve_config: the credentials file wins over the config file, ~/.aws is the default location",
           "[bedrock_config]") {
   Environment env;
   env.write(".aws/credentials",
@@ -245,7 +245,7 @@ TEST_CASE("resolve_config: the config file is the last source of credentials", "
 }
 
 TEST_CASE("resolve_config: a named profile is '[name]' in the credentials file and '[profile name]' in the config "
-          "file; options.profile wins over AWS_PROFILE",
+          "file, options.profile wins over AWS_PROFILE",
           "[bedrock_config]") {
   Environment env;
   const auto credentials = env.write(
@@ -274,7 +274,7 @@ TEST_CASE("resolve_config: a named profile is '[name]' in the credentials file a
   CHECK(cfgonly.region == "sa-east-1");
 }
 
-TEST_CASE("resolve_config: a profile named in the options skips the environment's keys, as --profile does; "
+TEST_CASE("resolve_config: a profile named in the options skips the environment's keys, as --profile does, "
           "AWS_PROFILE does not",
           "[bedrock_config]") {
   Environment env;

@@ -142,7 +142,7 @@ TEST_CASE("ExecuteStream keeps the first error event and ignores a second one", 
   CHECK(stream.code_error() == CodeError{"NameError", "x", "t1"});
 }
 
-TEST_CASE("ExecuteStream maps short result keys back to MIME types; JSON objects are serialized", "[e2b_streams]") {
+TEST_CASE("ExecuteStream maps short result keys back to MIME types, JSON objects are serialized", "[e2b_streams]") {
   ExecuteStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
   CHECK(stream.feed(
       "{\"type\": \"result\", \"png\": \"iVBORw0KGgo=\", \"json\": {\"a\": [1, 2]}, "
@@ -170,7 +170,7 @@ TEST_CASE("ExecuteStream takes MIME types from extra only for keys that contain 
   CHECK(r.results == std::vector<RichResult>{expected});
 }
 
-TEST_CASE("ExecuteStream hands the stdout callback whole lines including their \\n, the last partial line at finish",
+TEST_CASE("ExecuteStream hands the stdout callback whole lines including their newline, the last partial line at finish",
           "[e2b_streams]") {
   Recorder out;
   ExecuteStream stream(&out.callback, nullptr, kMaxOutput, kMaxLine);
@@ -297,7 +297,7 @@ TEST_CASE("ExecuteStream reports a callback that throws on the last partial line
   CHECK(collect(stream).stdout_text == "partial");
 }
 
-TEST_CASE("ExecuteStream::finish parses a final line that has no \\n", "[e2b_streams]") {
+TEST_CASE("ExecuteStream::finish parses a final line that has no newline", "[e2b_streams]") {
   ExecuteStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
   CHECK(stream.feed(kExecuteExample.substr(0, kExecuteExample.size() - 1)));
   CHECK_FALSE(stream.saw_end_of_execution());
@@ -341,7 +341,7 @@ TEST_CASE("ExecuteStream ignores keepalive, number_of_executions and unknown eve
   CHECK_FALSE(r.code_error.has_value());
 }
 
-TEST_CASE("ExecuteStream decodes \\u escapes in output text, surrogate pairs included", "[e2b_streams]") {
+TEST_CASE("ExecuteStream decodes JSON unicode escapes in output text, surrogate pairs included", "[e2b_streams]") {
   // Python's json.dumps escapes every non-ASCII character by default.
   ExecuteStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
   CHECK(stream.feed("{\"type\": \"stdout\", \"text\": \"\\u00e9\\ud83d\\ude00\\n\"}\n"));

@@ -385,7 +385,7 @@ TEST_CASE("A duplicate header name is kBadHeader", "[event_stream]") {
   CHECK(error_of(frame(section, "")) == EventStreamError::kBadHeader);
 }
 
-TEST_CASE("Messages before a bad one are delivered; after an error feed returns false forever", "[event_stream]") {
+TEST_CASE("Messages before a bad one are delivered, after an error feed returns false forever", "[event_stream]") {
   std::string bad = kVector;
   bad[105] ^= 0x01;
   Collector c;

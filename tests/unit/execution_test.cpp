@@ -60,7 +60,7 @@ TEST_CASE("an attachment name containing '/' is rejected", "[execution][attachme
   CHECK_THROWS_AS(validate_attachment_name("dir/"), std::invalid_argument);
 }
 
-TEST_CASE("an attachment name containing '\\' is rejected", "[execution][attachment]") {
+TEST_CASE("an attachment name containing a backslash is rejected", "[execution][attachment]") {
   CHECK_THROWS_AS(validate_attachment_name("a\\b"), std::invalid_argument);
 }
 

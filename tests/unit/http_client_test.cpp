@@ -324,7 +324,7 @@ TEST_CASE("a streaming callback that returns false aborts the transfer", "[http]
   CHECK(http::classify(exchange, TimeoutKind::kExecution, "").failure->exception_type == "protocol.aborted");
 }
 
-TEST_CASE("a streaming callback that throws aborts the transfer; the exception does not cross libcurl", "[http]") {
+TEST_CASE("a streaming callback that throws aborts the transfer, the exception does not cross libcurl", "[http]") {
   LocalHttpServer server([&](ServerConnection& c, int) {
     if (c.read_request()) c.respond(200, "body");
   });

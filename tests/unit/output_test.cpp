@@ -40,7 +40,7 @@ std::string bytes(const char (&literal)[N]) {
 
 }  // namespace
 
-TEST_CASE("the callback receives one complete line at a time, including its \\n", "[output]") {
+TEST_CASE("the callback receives one complete line at a time, including its newline", "[output]") {
   Recorder rec;
   OutputStream out(&rec.callback, kBigCap);
   out.feed("a\nbb\n\nccc\n");
@@ -49,7 +49,7 @@ TEST_CASE("the callback receives one complete line at a time, including its \\n"
   CHECK_FALSE(out.truncated());
 }
 
-TEST_CASE("a partial line is held back until its \\n arrives", "[output]") {
+TEST_CASE("a partial line is held back until its newline arrives", "[output]") {
   Recorder rec;
   OutputStream out(&rec.callback, kBigCap);
   out.feed("par");
@@ -60,7 +60,7 @@ TEST_CASE("a partial line is held back until its \\n arrives", "[output]") {
   CHECK(out.text() == "partial\n");
 }
 
-TEST_CASE("the final partial line comes from finish() without a \\n", "[output]") {
+TEST_CASE("the final partial line comes from finish() without a newline", "[output]") {
   Recorder rec;
   OutputStream out(&rec.callback, kBigCap);
   out.feed("a\nrest");
@@ -190,7 +190,7 @@ TEST_CASE("a long line of invalid bytes also arrives in pieces of at most 65536 
   CHECK(out.text() == expected);
 }
 
-TEST_CASE("a line of exactly 65536 bytes including its \\n arrives whole", "[output]") {
+TEST_CASE("a line of exactly 65536 bytes including its newline arrives whole", "[output]") {
   const std::string line = std::string(65535, 'x') + "\n";
   Recorder rec;
   OutputStream out(&rec.callback, kBigCap);
@@ -199,7 +199,7 @@ TEST_CASE("a line of exactly 65536 bytes including its \\n arrives whole", "[out
   CHECK(rec.lines == std::vector<std::string>{line});
 }
 
-TEST_CASE("a long final line without \\n arrives in pieces, the rest at finish()", "[output]") {
+TEST_CASE("a long final line without newline arrives in pieces, the rest at finish()", "[output]") {
   const std::string line(65536 * 2 + 10, 'y');
   Recorder rec;
   OutputStream out(&rec.callback, kBigCap);
