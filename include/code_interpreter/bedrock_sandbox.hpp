@@ -29,7 +29,7 @@ struct BedrockOptions {
   std::vector<std::string> additional_packages;  ///< pip-installed through a command right after start
   /// Else AWS_REGION, else AWS_DEFAULT_REGION, else the profile's `region` in the shared config file.
   std::optional<std::string> region;
-  /// Else AWS_ENDPOINT_URL_BEDROCK_AGENTCORE, else AWS_ENDPOINT_URL, else https://bedrock-agentcore.<region>.amazonaws.com
+  /// Else AWS_ENDPOINT_URL_BEDROCK_AGENTCORE, else AWS_ENDPOINT_URL, else https://bedrock-agentcore.\<region\>.amazonaws.com
   std::optional<std::string> endpoint_url;
   /// Else AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, else the shared credentials file
   /// (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials) and config file (AWS_CONFIG_FILE or ~/.aws/config) for

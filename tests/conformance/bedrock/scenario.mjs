@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Conformance run: the official AWS JS client (@aws-sdk/client-bedrock-agentcore 3.1141.0) against the local
 // AgentCore server in tests/servers/bedrock. The server is trusted only while every check here passes.
-// Wire facts are those of /work/shared/protocols/bedrock.md (cited as §N).
+// Wire facts are those of the AgentCore wire-protocol notes (bedrock.md, cited as §N).
 //
 //   node tests/conformance/bedrock/scenario.mjs
 //

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A local server that speaks the AWS Bedrock AgentCore Code Interpreter data plane (restJson1 + the
 // vnd.amazon.eventstream response of InvokeCodeInterpreter), as described in
-// /work/shared/protocols/bedrock.md (cited as §N). Every request's SigV4 signature is verified with the
+// the AgentCore wire-protocol notes (bedrock.md, cited as §N). Every request's SigV4 signature is verified with the
 // official @smithy/signature-v4 signer (sigv4.mjs) and every frame is encoded with the official
 // @smithy/core event-stream codec (frames.mjs). Code, commands and file tools run for real, each session
 // in its own temporary directory. Fault directives provoke every failure a client must survive.

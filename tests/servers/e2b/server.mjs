@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// A local server that speaks the E2B wire protocol (see /work/shared/protocols/e2b.md, cited as §N):
+// A local server that speaks the E2B wire protocol (the E2B wire-protocol notes, e2b.md, cited as §N):
 // the control plane (§1) on one port, and the sandbox surface — envd (§3, §4) and the code interpreter
 // (§5) — on another, dispatched on the E2b-Sandbox-Port header as §6 recommends. Commands and Python
 // run for real on this machine, each sandbox inside its own temporary directory. Fault directives let
