@@ -102,9 +102,11 @@ int main(int argc, char** argv) {
     } else {
       if (code) return usage("give the code once");
       std::error_code ec;
-      if (!std::filesystem::is_regular_file(std::string(arg), ec)) {
+      const auto type = std::filesystem::status(std::string(arg), ec).type();
+      if (type == std::filesystem::file_type::not_found)
+        return usage(("cannot read " + std::string(arg) + ": no such file").c_str());
+      if (type != std::filesystem::file_type::regular)
         return usage(("cannot read " + std::string(arg) + ": not a regular file").c_str());
-      }
       std::ifstream file{std::string(arg), std::ios::binary};
       if (!file) return usage(("cannot read " + std::string(arg)).c_str());
       std::stringstream in;
@@ -150,7 +152,8 @@ int main(int argc, char** argv) {
       status = 0;
       break;
     case ci::ExecutionStatus::kError:
-      std::cerr << result.error << "\n";
+      // Where a backend's error is the program's stderr (Bedrock), that was already streamed.
+      if (result.error != result.stderr_text) std::cerr << result.error << "\n";
       status = 1;
       break;
     case ci::ExecutionStatus::kTimeout:

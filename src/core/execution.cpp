@@ -98,7 +98,10 @@ Attachment Attachment::from_bytes(std::string data, std::string filename) {
 
 Attachment Attachment::from_file(const std::filesystem::path& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
+  const auto type = std::filesystem::status(path, ec).type();
+  if (type == std::filesystem::file_type::not_found)
+    throw std::invalid_argument("attachment source '" + path.string() + "' does not exist");
+  if (type != std::filesystem::file_type::regular) {
     throw std::invalid_argument("attachment source '" + path.string() + "' is not a regular file");
   }
   std::ifstream probe(path, std::ios::binary);

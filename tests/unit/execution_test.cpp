@@ -114,14 +114,18 @@ TEST_CASE("Attachment::from_file names the attachment after the file and streams
   CHECK(a.data.empty());
 }
 
-TEST_CASE("Attachment::from_file on a missing file throws std::invalid_argument", "[execution][attachment]") {
+TEST_CASE("Attachment::from_file on a missing file throws std::invalid_argument saying it does not exist",
+          "[execution][attachment]") {
   const TempDir dir;
-  CHECK_THROWS_AS(Attachment::from_file(dir.path() / "missing.csv"), std::invalid_argument);
+  const auto missing = dir.path() / "missing.csv";
+  CHECK_THROWS_MATCHES(Attachment::from_file(missing), std::invalid_argument,
+                       Catch::Message("attachment source '" + missing.string() + "' does not exist"));
 }
 
 TEST_CASE("Attachment::from_file on a directory throws std::invalid_argument", "[execution][attachment]") {
   const TempDir dir;
-  CHECK_THROWS_AS(Attachment::from_file(dir.path()), std::invalid_argument);
+  CHECK_THROWS_MATCHES(Attachment::from_file(dir.path()), std::invalid_argument,
+                       Catch::Message("attachment source '" + dir.path().string() + "' is not a regular file"));
 }
 
 TEST_CASE("ExecutionResult::text() of an empty result is empty", "[execution][text]") {
