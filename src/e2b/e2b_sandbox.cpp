@@ -296,6 +296,12 @@ struct E2BSandbox::Impl {
     for (const auto& sandbox : found) {
       const auto it = sandbox.find("sandboxID");
       if (it == sandbox.end() || !it->is_string() || !valid_sandbox_id(it->get<std::string>())) continue;
+      // Only a sandbox that carries the token is this create's: a listing that ignored the filter (an older or
+      // proxied API) must not get someone else's sandbox killed.
+      const auto meta = sandbox.find("metadata");
+      if (meta == sandbox.end() || !meta->is_object()) continue;
+      const auto tok = meta->find(std::string(kClientTokenKey));
+      if (tok == meta->end() || !tok->is_string() || tok->get_ref<const std::string&>() != token) continue;
       const std::string found_id = it->get<std::string>();
       auto kill = api_request("DELETE", "/sandboxes/" + found_id);
       kill.timeout = budget.bound(kill.timeout);

@@ -4,6 +4,7 @@
 // careless use.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -107,6 +108,28 @@ TEST_CASE("create: an answer lost after the sandbox was made is cleaned up by it
   CHECK(server.requests("DELETE", "/sandboxes/").size() == 1);
   CHECK(server.alive() == std::vector<std::string>{*sandbox->sandbox_id()});
   sandbox->terminate();
+  CHECK(server.alive().empty());
+}
+
+TEST_CASE("create: the cleanup of a lost create kills only listed sandboxes whose metadata carries its token",
+          "[e2b][faults]") {
+  E2BServer server;
+  auto other = E2BSandbox::create(server.options());  // someone else's sandbox, without the create's token
+  const std::string other_id = *other->sandbox_id();
+  server.fault({{"surface", "api"}, {"method", "POST"}, {"path", "/v2/sandboxes"},
+                {"action", "close_after_request"}});
+  // A listing that ignored the metadata filter: it names the other sandbox, whose metadata has no token.
+  server.fault({{"surface", "api"}, {"method", "GET"}, {"path", "/v2/sandboxes"}, {"action", "status"},
+                {"status", 200},
+                {"body", json::array({{{"sandboxID", other_id}, {"templateID", "code-interpreter-v1"},
+                                       {"metadata", json::object()}, {"state", "running"}}}).dump()}});
+  auto sandbox = E2BSandbox::create(server.options());
+  CHECK(server.requests("POST", "/v2/sandboxes").size() == 3);  // other's, the lost one, the retry
+  CHECK(server.requests("DELETE", "/sandboxes/").empty());
+  const auto alive = server.alive();
+  CHECK(std::find(alive.begin(), alive.end(), other_id) != alive.end());
+  REQUIRE(alive.size() == 3);  // the other, the one whose answer was lost (not found), the new one
+  for (const auto& id : alive) E2BSandbox::connect(id, server.options())->terminate();
   CHECK(server.alive().empty());
 }
 
