@@ -354,10 +354,19 @@ struct BedrockAgentCoreSandbox::Impl {
     auto req = request("PUT", base_path() + "/sessions/start", body.dump());
     req.cancel = options.cancel;
     req.timeout = deadline.bound(options.request_timeout);
-    const auto ex = http::perform_with_retries(client, req, {}, deadline_hooks(deadline));
+    // Any attempt sent but unanswered (lost, timed out, cancelled) may have started a session, even when a later
+    // attempt was answered with an error or never reached the service.
+    bool lost = false;
+    const auto lost_attempt = [&lost](const http::Exchange& e) { lost = lost || (!e.ok() && e.request_written); };
+    auto hooks = deadline_hooks(deadline);
+    hooks.before_retry = [&lost_attempt](const http::Exchange& e) {
+      lost_attempt(e);
+      return true;
+    };
+    const auto ex = http::perform_with_retries(client, req, {}, hooks);
     if (!ex.success()) {
-      // Sent but unanswered (lost, timed out, cancelled): the service may have started a session.
-      if (!ex.ok() && ex.request_written) stop_lost_session(req);
+      lost_attempt(ex);
+      if (lost) stop_lost_session(req);
       throw_service_error<SandboxStartError>(ex, Stage::kCreate, "StartCodeInterpreterSession");
     }
     auto id = session_id_of(ex);

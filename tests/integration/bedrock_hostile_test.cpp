@@ -71,6 +71,8 @@ class ScriptedAgentCore {
   [[nodiscard]] int stops() const { return stops_.load(); }
   /// `drop(n)` for the n-th Start (from 0): true reads it and closes the connection without an answer.
   void drop_starts(std::function<bool(int)> drop) { drop_start_ = std::move(drop); }
+  /// `status(n)` for the n-th Start (from 0) not dropped: 0 answers it normally, else that HTTP status.
+  void fail_starts(std::function<int(int)> status) { start_status_ = std::move(status); }
   [[nodiscard]] std::vector<std::string> start_tokens() const {
     const std::lock_guard<std::mutex> lock(mutex_);
     return start_tokens_;
@@ -89,7 +91,13 @@ class ScriptedAgentCore {
           const std::lock_guard<std::mutex> lock(mutex_);
           start_tokens_.push_back(json::parse(request->body).value("clientToken", ""));
         }
-        if (drop_start_ && drop_start_(starts_++)) return;  // read, never answered
+        const int n = starts_++;
+        if (drop_start_ && drop_start_(n)) return;  // read, never answered
+        if (const int status = start_status_ ? start_status_(n) : 0; status != 0) {
+          c.respond(status, R"({"message":"Service Unavailable"})",
+                    "Content-Type: application/json\r\nx-amzn-ErrorType: ServiceUnavailableException\r\n");
+          continue;
+        }
         c.respond(200, R"({"codeInterpreterIdentifier":"aws.codeinterpreter.v1","sessionId":"SESSION1",)"
                        R"("createdAt":"2026-01-01T12:00:00.000Z"})",
                   "Content-Type: application/json\r\n");
@@ -120,6 +128,7 @@ class ScriptedAgentCore {
 
   Invoke invoke_;
   std::function<bool(int)> drop_start_;
+  std::function<int(int)> start_status_;
   std::atomic<int> invocations_{0};
   std::atomic<int> stops_{0};
   std::atomic<int> starts_{0};
@@ -552,6 +561,30 @@ TEST_CASE("bedrock hostile: a Start whose every answer was lost: the session it 
   REQUIRE(tokens.size() == 4);
   for (const auto& t : tokens) CHECK(t == tokens.front());  // one clientToken: the cleanup asks for the same session
   // The cleanup's Start was answered with SESSION1, which was then stopped, once.
+  CHECK(server.stops() == 1);
+  REQUIRE(server.stop_targets().size() == 1);
+  CHECK(server.stop_targets()[0].find("sessionId=SESSION1") != std::string::npos);
+}
+
+TEST_CASE("bedrock hostile: a Start lost on an earlier attempt is stopped too when a later attempt is answered "
+          "with an error",
+          "[bedrock][hostile]") {
+  ScriptedAgentCore server([](const std::string&, const json&, int) -> std::optional<std::string> { return {}; });
+  server.drop_starts([](int n) { return n == 0; });             // the first attempt reached the service, unanswered
+  server.fail_starts([](int n) { return n == 1 || n == 2 ? 503 : 0; });  // the other two: 503; the cleanup's: 200
+  auto options = server.options();
+  options.create_timeout = 10s;
+  options.request_timeout = 1s;
+  try {
+    (void)BedrockAgentCoreSandbox::create(options);
+    FAIL("create must throw");
+  } catch (const SandboxStartError& e) {
+    CHECK(e.stage() == Stage::kCreate);
+    CHECK(e.kind() == ErrorKind::kUnavailable);
+  }
+  const auto tokens = server.start_tokens();
+  REQUIRE(tokens.size() == 4);
+  for (const auto& t : tokens) CHECK(t == tokens.front());
   CHECK(server.stops() == 1);
   REQUIRE(server.stop_targets().size() == 1);
   CHECK(server.stop_targets()[0].find("sessionId=SESSION1") != std::string::npos);
