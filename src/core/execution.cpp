@@ -108,6 +108,10 @@ Attachment Attachment::from_file(const std::filesystem::path& path) {
   if (!probe) throw std::invalid_argument("attachment source '" + path.string() + "' cannot be read");
   Attachment a;
   a.filename = path.filename().string();
+  // A file on disk may be named in any bytes; an attachment name travels as text. Say which file, and the way out.
+  if (!detail::is_valid_utf8(a.filename))
+    throw std::invalid_argument("attachment source '" + detail::utf8_replacing(path.string()) +
+                                "': its file name is not valid UTF-8; set Attachment::filename to a UTF-8 name");
   validate_attachment_name(a.filename);
   a.source = path;
   return a;

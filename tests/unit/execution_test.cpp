@@ -252,3 +252,17 @@ TEST_CASE("a default ExecutionResult is kUnknown with exit code -1 and nothing s
   CHECK_FALSE(r.state_lost);
   CHECK_FALSE(r.truncated);
 }
+
+TEST_CASE("Attachment::from_file on a file whose name is not UTF-8 says which file and how to name it",
+          "[execution][attachment]") {
+  const TempDir dir;
+  const auto file = dir.path() / "caf\xe9.csv";
+  { std::ofstream(file, std::ios::binary) << "x"; }
+  try {
+    (void)Attachment::from_file(file);
+    FAIL("from_file must throw");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()) == "attachment source '" + (dir.path() / "caf\xef\xbf\xbd.csv").string() +
+                                       "': its file name is not valid UTF-8; set Attachment::filename to a UTF-8 name");
+  }
+}
