@@ -10,9 +10,20 @@ targets=("$@")
 ((${#targets[@]})) || targets=(frame_fuzz output_fuzz ndjson_fuzz envelope_fuzz base64_fuzz event_stream_fuzz)
 # clang and its libFuzzer runtime come from Debian's clang and libclang-rt-14-dev.
 ./scripts/setup.sh clang libclang-rt-14-dev
-CXX=clang++ CXXFLAGS="-fsanitize=fuzzer-no-link,address,undefined" cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCODE_INTERPRETER_LIBFUZZER=ON \
-  -DCODE_INTERPRETER_BUILD_EXAMPLES=OFF -DCODE_INTERPRETER_BUILD_BENCHMARKS=OFF -DCODE_INTERPRETER_BUILD_TESTS=ON >/dev/null
-cmake --build build-fuzz --target "${targets[@]}" "${targets[@]/%/_seeds}" >/dev/null
+# Quiet when it works; when configuring or building fails, the end of its output and what failed.
+quiet() {
+  local what="$1" out
+  shift
+  if ! out=$("$@" 2>&1); then
+    printf '%s\n' "$out" | tail -n 60 >&2
+    echo "fuzz: $what failed" >&2
+    exit 1
+  fi
+}
+quiet "configuring build-fuzz" env CXX=clang++ CXXFLAGS="-fsanitize=fuzzer-no-link,address,undefined" \
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCODE_INTERPRETER_LIBFUZZER=ON \
+  -DCODE_INTERPRETER_BUILD_EXAMPLES=OFF -DCODE_INTERPRETER_BUILD_BENCHMARKS=OFF -DCODE_INTERPRETER_BUILD_TESTS=ON
+quiet "building the fuzz targets" cmake --build build-fuzz --target "${targets[@]}" "${targets[@]/%/_seeds}"
 mkdir -p build-fuzz/logs
 for target in "${targets[@]}"; do
   corpus="build-fuzz/corpus/$target"
