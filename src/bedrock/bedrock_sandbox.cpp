@@ -962,6 +962,7 @@ struct BedrockAgentCoreSandbox::Impl {
     } else {
       // TaskStatus completed / failed (bedrock.md §3); the exit code decides.
       r.exit_code = code.value_or(task_status == "completed" ? 0 : 1);
+      if (task_status == "failed" && r.exit_code == 0) r.exit_code = 1;  // failed is never SUCCESS, as for isError
       r.status = r.exit_code == 0 ? ExecutionStatus::kSuccess : ExecutionStatus::kError;
       if (r.exit_code != 0) r.error = "exit status " + std::to_string(r.exit_code);
     }

@@ -589,3 +589,21 @@ TEST_CASE("bedrock hostile: a Start lost on an earlier attempt is stopped too wh
   REQUIRE(server.stop_targets().size() == 1);
   CHECK(server.stop_targets()[0].find("sessionId=SESSION1") != std::string::npos);
 }
+
+TEST_CASE("bedrock hostile: a task the service reports failed is an error with exit code 1 even when its exitCode "
+          "is 0",
+          "[bedrock][hostile]") {
+  ScriptedAgentCore server([&](const std::string& tool, const json&, int) -> std::optional<std::string> {
+    if (tool == "startCommandExecution")
+      return result_frame({{"content", json::array()},
+                           {"structuredContent", {{"taskId", "T1"}, {"taskStatus", "submitted"}}}});
+    return result_frame({{"content", json::array()},
+                         {"structuredContent", {{"taskId", "T1"}, {"taskStatus", "failed"}, {"exitCode", 0}}}});
+  });
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  const auto r = sandbox->execute_command("true");
+  CHECK(r.status == ExecutionStatus::kError);
+  CHECK(r.exit_code == 1);
+  CHECK(r.error == "exit status 1");
+  sandbox->terminate();
+}
