@@ -71,8 +71,7 @@ bool valid_session_id(std::string_view id) {  // ^[0-9a-zA-Z]{1,40}$ (bedrock.md
          std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isalnum(c); });
 }
 
-// Everything sent travels as a JSON string, which holds only UTF-8 (nlohmann's dump() throws a type_error on
-// anything else): such an argument is refused before anything is sent.
+// One shell word: single-quoted, each ' written as '\''.
 std::string shell_quote(std::string_view text) {
   std::string out = "'";
   for (char c : text) {
@@ -619,7 +618,8 @@ struct BedrockAgentCoreSandbox::Impl {
     return std::nullopt;
   }
 
-  // The service's exitCode, if it sent an integer; untrusted, so never wrapped (core/untrusted.hpp).
+  // The service's exitCode, if it sent one; untrusted, so never wrapped or read as success when malformed
+  // (core/untrusted.hpp).
   static std::optional<int> exit_code_of(const Invocation& inv) {
     const auto it = inv.structured.find("exitCode");
     if (it == inv.structured.end()) return std::nullopt;

@@ -113,7 +113,7 @@ ExecutionResult CodeInterpreterSandbox::execute_code(std::string_view code, cons
 
 ExecutionResult CodeInterpreterSandbox::execute_command(std::string_view command, const CommandOptions& options) {
   require_utf8(command, "command");
-  if (options.cwd) require_utf8(*options.cwd, "cwd");
+  if (options.cwd) check_path(*options.cwd, "cwd");
   check_env(options.env);
   return do_execute_command(command, options);
 }

@@ -2,6 +2,7 @@
 // shared by the HTTP backends.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -41,17 +42,31 @@ inline nlohmann::json parse_untrusted_json(std::string_view text, int max_depth 
   }
 }
 
-/// An exit code a service sent as a JSON integer: nullopt when `value` is not one. A value that does not fit in an
-/// int gives 1 and never wraps (to 0, which would read as SUCCESS), as CPython's own exit does for such a value
-/// (docs/errors.md).
-inline std::optional<int> untrusted_exit_code(const nlohmann::json& value) {
-  if (!value.is_number_integer()) return std::nullopt;
+/// An exit code a service sent. An integer that does not fit in an int gives 1 and never wraps (to 0, which would
+/// read as SUCCESS), as CPython's own exit does for such a value (docs/errors.md). protojson also writes integers as
+/// strings of digits, and some writers as integral floats: both are read. Anything else is not a code the process
+/// could have exited with, so it gives 1: a malformed value never reads as success.
+inline int untrusted_exit_code(const nlohmann::json& value) {
+  const auto in_int = [](auto v) {
+    return v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max() ? static_cast<int>(v) : 1;
+  };
   if (value.is_number_unsigned()) {
     const auto v = value.get<std::uint64_t>();
     return v <= static_cast<std::uint64_t>(std::numeric_limits<int>::max()) ? static_cast<int>(v) : 1;
   }
-  const auto v = value.get<std::int64_t>();
-  return v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max() ? static_cast<int>(v) : 1;
+  if (value.is_number_integer()) return in_int(value.get<std::int64_t>());
+  if (value.is_number_float()) {
+    const double v = value.get<double>();
+    return v == static_cast<double>(static_cast<long long>(v)) && v >= -2147483648.0 && v <= 2147483647.0
+               ? static_cast<int>(v) : 1;
+  }
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    long long v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    return ec == std::errc() && end == text.data() + text.size() && !text.empty() ? in_int(v) : 1;
+  }
+  return 1;
 }
 
 /// Replaces every occurrence of each non-empty secret in `text` with "[redacted]". Run it before any cut, so no

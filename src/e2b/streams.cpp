@@ -245,8 +245,7 @@ bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
     } else if (const auto end = event.find("end"); end != event.end()) {
       End e;
       // protojson omits fields at their default: a missing exitCode is 0 (e2b.md §4.1).
-      if (const auto c = end->find("exitCode"); c != end->end())
-        if (const auto code = detail::untrusted_exit_code(*c)) e.exit_code = *code;
+      if (const auto c = end->find("exitCode"); c != end->end()) e.exit_code = detail::untrusted_exit_code(*c);
       if (const auto x = end->find("exited"); x != end->end() && x->is_boolean()) e.exited = x->get<bool>();
       if (const auto* s = string_field(*end, "status")) e.status = *s;
       if (const auto* s = string_field(*end, "error")) e.error = *s;

@@ -394,6 +394,20 @@ TEST_CASE("ProcessStream reads an exitCode beyond int as 1, never wrapped to 0",
   }
 }
 
+TEST_CASE("ProcessStream reads exitCode written as digits or an integral float, and a malformed one as 1",
+          "[e2b_streams]") {
+  const std::vector<std::pair<nlohmann::json, int>> cases = {
+      {"3", 3}, {"-2", -2}, {2.0, 2}, {"0", 0}, {1.5, 1}, {true, 1}, {"abc", 1}, {" 3", 1}, {"", 1},
+      {nlohmann::json::array(), 1}, {"99999999999", 1}};
+  for (const auto& [code, expected] : cases) {
+    INFO(code.dump());
+    ProcessStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
+    CHECK(stream.feed(message(kStart) + message({{"end", {{"exitCode", code}, {"exited", true}}}})));
+    REQUIRE(stream.ended());
+    CHECK(stream.end()->exit_code == expected);
+  }
+}
+
 TEST_CASE("ProcessStream reads exitCode, status and error of a failed command", "[e2b_streams]") {
   ProcessStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
   CHECK(stream.feed(message(kStart) +

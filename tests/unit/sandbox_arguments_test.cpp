@@ -10,8 +10,8 @@
 
 using namespace code_interpreter;
 
-TEST_CASE("code, a command, a cwd, a path or an attachment name that is not UTF-8 is std::invalid_argument on "
-          "every backend, and reaches none",
+TEST_CASE("code, a command, a cwd, a path or an attachment name that is not UTF-8 (or a cwd that is empty or holds "
+          "NUL) is std::invalid_argument on every backend, and reaches none",
           "[sandbox][arguments]") {
   testing::FakeSandbox sandbox;
   const std::string bad = "print('\xff')";
@@ -22,6 +22,11 @@ TEST_CASE("code, a command, a cwd, a path or an attachment name that is not UTF-
   in_bad_dir.cwd = "/tmp/\xc3";
   CHECK_THROWS_MATCHES(sandbox.execute_command("ls", in_bad_dir), std::invalid_argument,
                        Catch::Message("cwd is not valid UTF-8"));
+  in_bad_dir.cwd = "";
+  CHECK_THROWS_MATCHES(sandbox.execute_command("ls", in_bad_dir), std::invalid_argument, Catch::Message("cwd is empty"));
+  in_bad_dir.cwd = std::string("/tmp\0x", 6);
+  CHECK_THROWS_MATCHES(sandbox.execute_command("ls", in_bad_dir), std::invalid_argument,
+                       Catch::Message("cwd contains a NUL byte"));
   ExecuteOptions bad_dir;
   bad_dir.upload_dir = "/files\xff";
   CHECK_THROWS_MATCHES(sandbox.execute_code("1", bad_dir), std::invalid_argument,
