@@ -422,6 +422,10 @@ using test::ReceivedRequest;
 using test::ServerConnection;
 
 // A control plane and sandbox on one port that answers like E2B, except where `on_execute` / `on_create` say.
+// A scripted handler's return ends its connection: a complete answer says so, or the client may reuse the closed
+// connection for its next request and (rightly) refuse to re-send a non-idempotent one.
+constexpr std::string_view kClose = "Connection: close\r\n";
+
 class HostileE2B {
  public:
   using Script = std::function<void(ServerConnection&, const ReceivedRequest&)>;
@@ -508,7 +512,7 @@ TEST_CASE("hostile execute: a 2xx or 3xx other than 200 is UNKNOWN, never a retr
     HostileE2B e2b;
     e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) {
       c.respond(status, R"({"type": "stdout", "text": "ran\n"})" "\n",
-                "Location: http://127.0.0.1:1/elsewhere\r\n");
+                "Location: http://127.0.0.1:1/elsewhere\r\nConnection: close\r\n");
     };
     auto sandbox = E2BSandbox::create(e2b.options());
     const auto r = sandbox->execute_code("x");
@@ -690,24 +694,25 @@ TEST_CASE("hostile create: a bad sandboxID is refused, a token with CRLF is neve
   SECTION("sandboxID with a path in it") {
     HostileE2B e2b;
     e2b.on_create = [](ServerConnection& c, const ReceivedRequest&) {
-      c.respond(201, R"({"sandboxID":"../../x","envdVersion":"0.6.13"})");
+      c.respond(201, R"({"sandboxID":"../../x","envdVersion":"0.6.13"})", kClose);
     };
     CHECK_THROWS_AS(E2BSandbox::create(e2b.options()), SandboxStartError);
   }
   SECTION("sandboxID with CRLF") {
     HostileE2B e2b;
     e2b.on_create = [](ServerConnection& c, const ReceivedRequest&) {
-      c.respond(201, R"({"sandboxID":"abc\r\nX-Injected: 1","envdVersion":"0.6.13"})");
+      c.respond(201, R"({"sandboxID":"abc\r\nX-Injected: 1","envdVersion":"0.6.13"})", kClose);
     };
     CHECK_THROWS_AS(E2BSandbox::create(e2b.options()), SandboxStartError);
   }
   SECTION("envdAccessToken with CRLF") {
     HostileE2B e2b;
     e2b.on_create = [](ServerConnection& c, const ReceivedRequest&) {
-      c.respond(201, R"({"sandboxID":"abc123","envdAccessToken":"t\r\nX-Injected: 1","envdVersion":"0.6.13"})");
+      c.respond(201, R"({"sandboxID":"abc123","envdAccessToken":"t\r\nX-Injected: 1","envdVersion":"0.6.13"})",
+                kClose);
     };
     e2b.on_execute = [](ServerConnection& c, const ReceivedRequest&) {
-      c.respond(200, R"({"type": "end_of_execution"})" "\n");
+      c.respond(200, R"({"type": "end_of_execution"})" "\n", kClose);
     };
     auto sandbox = E2BSandbox::create(e2b.options());
     const auto r = sandbox->execute_code("x");
@@ -884,7 +889,7 @@ TEST_CASE("careless use: the largest timeouts mean 'no limit', never an overflow
   constexpr auto kForever = std::chrono::milliseconds::max();
   HostileE2B e2b;
   e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) {
-    c.respond(200, R"({"type": "stdout", "text": "ran\n"})" "\n");
+    c.respond(200, R"({"type": "stdout", "text": "ran\n"})" "\n", kClose);
   };
   auto options = e2b.options();
   options.create_timeout = kForever;
@@ -916,7 +921,7 @@ TEST_CASE("command: a timeout beyond the Connect header's 10 digits is no limit,
 TEST_CASE("hostile execute: a 200 without a single event is UNKNOWN, never SUCCESS", "[e2b][hostile]") {
   for (const std::string body : {std::string(), std::string("\n\n")}) {
     HostileE2B e2b;
-    e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) { c.respond(200, body); };
+    e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) { c.respond(200, body, kClose); };
     auto sandbox = E2BSandbox::create(e2b.options());
     const auto r = sandbox->execute_code("x");
     CAPTURE(body.size());
@@ -964,7 +969,7 @@ TEST_CASE("hostile answers: a SystemExit value that only a str code prints (' 3'
     // This script ends the connection after answering: say so, or the next call would find it closed.
     c.respond(200, R"({"type": "error", "name": "SystemExit", "value": ")" + value + R"(", "traceback": ""})" "\n"
                    R"({"type": "end_of_execution"})" "\n",
-              "Connection: close\r\n");
+              kClose);
   };
   auto sandbox = E2BSandbox::create(e2b.options());
   for (const auto& [sent, expected] : std::vector<std::pair<std::string, int>>{
