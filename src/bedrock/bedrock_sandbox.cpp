@@ -390,7 +390,7 @@ struct BedrockAgentCoreSandbox::Impl {
   void stop_lost_session(http::Request start_request) {
     constexpr milliseconds kCleanup{std::chrono::seconds(10)};
     start_request.cancel = {};
-    start_request.timeout = options.request_timeout.count() > 0 ? std::min(options.request_timeout, kCleanup) : kCleanup;
+    start_request.timeout = Deadline::after(kCleanup, kCleanup).bound(options.request_timeout);
     const auto again = client.perform(start_request);
     auto id = again.success() ? session_id_of(again) : std::nullopt;
     if (!id) {
@@ -846,14 +846,11 @@ struct BedrockAgentCoreSandbox::Impl {
     else full += cmd;
 
     const milliseconds budget = o.timeout.value_or(kDefaultCommandTimeout);
-    const bool bounded = budget.count() > 0;
-    const auto deadline = started + budget;
+    const auto limit = Deadline::after(budget, budget);  // none for <= 0, or for a budget the clock cannot reach
+    const bool bounded = limit.at.has_value();
+    const auto deadline = limit.at.value_or(Clock::time_point::max());
     // Each request gets at most what is left of the budget, so a service that stalls cannot stretch the call.
-    const auto request_budget = [&] {
-      if (!bounded) return options.request_timeout;
-      const auto left = std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
-      return options.request_timeout.count() > 0 ? std::min(options.request_timeout, left) : left;
-    };
+    const auto request_budget = [&] { return limit.bound(options.request_timeout); };
     const auto started_task = invoke("startCommandExecution", {{"command", full}}, request_budget(), call->token(), false);
     if (auto failed = failure_of(started_task, std::string(cmd), "command")) return *failed;
     const auto task_it = started_task.structured.find("taskId");
@@ -972,9 +969,8 @@ struct BedrockAgentCoreSandbox::Impl {
   void stop_task(const std::string& task_id) {
     // A quick kill: a stalled answer must not hold the caller long past the command's budget.
     constexpr milliseconds kStopTaskTimeout{std::chrono::seconds(10)};
-    const auto timeout = options.request_timeout.count() > 0 ? std::min(options.request_timeout, kStopTaskTimeout)
-                                                              : kStopTaskTimeout;
-    const auto inv = invoke("stopTask", {{"taskId", task_id}}, timeout, {}, true);
+    const auto inv = invoke("stopTask", {{"taskId", task_id}},
+                            Deadline::after(kStopTaskTimeout, kStopTaskTimeout).bound(options.request_timeout), {}, true);
     if (!inv.exchange.success() || !inv.result_seen)
       // The task id is the service's text: bounded, one line, no echoed secret.
       logger()->warn("bedrock: session {}: could not stop task {}", session_id, safe_name(service_text(task_id, config.credentials, 100)));
