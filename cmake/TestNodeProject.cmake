@@ -3,8 +3,7 @@
 # tests/package-lock.json, so a clean clone needs nothing but npm and the registry. Scripts import their packages
 # from the staged node_modules next to them; the source tree is never written.
 
-find_program(NODE_EXECUTABLE node REQUIRED)
-find_program(NPM_EXECUTABLE npm REQUIRED)
+include(NodeRuntime)   # NODE_EXECUTABLE: the pinned Node.js, inside every pinned package's engines range
 
 set(CODE_INTERPRETER_TEST_NODE_DIR ${PROJECT_BINARY_DIR}/tests/node)
 set(_tests_src ${PROJECT_SOURCE_DIR}/tests)

@@ -1,5 +1,7 @@
 # Installs the build into one prefix, moves that tree to another place (so nothing can depend on the install
 # path), builds tests/package/consumer against it with find_package, and runs it with a clean environment.
+# The consumer is configured with the generator, build program and compiler of the build that runs this test
+# (GENERATOR, MAKE_PROGRAM, CXX_COMPILER), never CMake's default: scripts/setup.sh installs Ninja, not make.
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
@@ -10,7 +12,13 @@ if(NOT rc EQUAL 0)
 endif()
 file(RENAME ${WORK_DIR}/first-prefix ${WORK_DIR}/moved-prefix)
 
+foreach(var GENERATOR MAKE_PROGRAM CXX_COMPILER)
+  if(NOT ${var})
+    message(FATAL_ERROR "run_consumer.cmake needs -D${var}=... (see tests/CMakeLists.txt)")
+  endif()
+endforeach()
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE} -B ${WORK_DIR}/consumer-build
+    -G ${GENERATOR} -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
     -DCMAKE_PREFIX_PATH=${WORK_DIR}/moved-prefix -DCMAKE_BUILD_TYPE=Release
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
