@@ -5,7 +5,7 @@
 # HEAD into it, and runs `./scripts/demo.sh` and then `./scripts/test.sh` inside it exactly as written, printing each
 # one's exit status and wall time (and the test command's CTest summary). Everything it mounted is unmounted and
 # every process left running inside the root is killed, whatever happens; the root is removed unless --keep.
-# Takes about 20-40 minutes and ~8 GB of disk. Not part of CI; run it before a change to set-up, build or test
+# Takes about 30-60 minutes and ~8 GB of disk. Not part of CI; run it before a change to set-up, build or test
 # dependencies lands, and record its figures in docs/testing.md.
 # Usage: scripts/fresh-check.sh [--keep] [WORK_DIR]      (as root; WORK_DIR default: a new folder under /var/tmp)
 # Exit status: 0 both commands passed; 1 one failed; 2 the root could not be built.
@@ -46,14 +46,19 @@ trap cleanup EXIT
 
 echo "fresh-check: debootstrap --variant=minbase bookworm $root $mirror"
 start=$(date +%s)
-if ! debootstrap --variant=minbase bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1; then
+# The downloaded .debs are kept between runs (only the download is saved: the root is unpacked anew each time).
+cache=/var/cache/fresh-check/debootstrap
+mkdir -p "$cache"
+if ! debootstrap --variant=minbase --cache-dir="$cache" bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1; then
   tail -n 30 "$work/debootstrap.log" >&2
   echo "fresh-check: debootstrap failed (log above)" >&2
   exit 2
 fi
 echo "fresh-check: bare root ready in $(($(date +%s) - start)) s ($(chroot "$root" dpkg-query -W | wc -l) packages)"
 
-# Carried in: apt sources (disabled files stay out), locally added CA certificates, the resolver.
+# Carried in: apt sources (disabled files stay out; they replace the one debootstrap wrote), locally added CA
+# certificates, the resolver.
+rm -f "$root/etc/apt/sources.list"
 for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
   [ -f "$f" ] && cp "$f" "$root$f"
 done
