@@ -764,6 +764,21 @@ struct BedrockAgentCoreSandbox::Impl {
     throw SandboxExecutionError("read_file: the answer carried no file content", Stage::kDownload, ErrorKind::kInternal);
   }
 
+  // read() for the calls that answer std::nullopt on failure; over the cap, one warning naming `op` and the cap.
+  std::optional<std::string> download(std::string_view path, std::uint64_t cap, std::stop_token cancel,
+                                      Timeout timeout, std::string_view op) {
+    try {
+      return read(path, cap, std::move(cancel), timeout);
+    } catch (const std::invalid_argument&) {
+      throw;
+    } catch (const SandboxExecutionError& e) {
+      if (e.kind() == ErrorKind::kQuotaExceeded) detail::warn_over_cap(op, path, cap);
+      return std::nullopt;
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+
   // ---- execute ----
 
   ExecutionResult upload_refused(const std::string& code, const std::exception& e) {
@@ -1162,23 +1177,20 @@ void BedrockAgentCoreSandbox::do_make_dir(std::string_view path) {
 std::optional<std::string> BedrockAgentCoreSandbox::do_download_file(std::string_view path, Timeout timeout,
                                                                      std::optional<std::uint64_t> max_bytes) {
   const auto call = impl_->calls.begin();
-  try {
-    return impl_->read(path, max_bytes.value_or(impl_->options.max_download_bytes), call->token(), timeout);
-  } catch (const std::invalid_argument&) {
-    throw;
-  } catch (const SandboxExecutionError& e) {
-    if (e.kind() == ErrorKind::kQuotaExceeded) logger()->warn("{}", e.what());
-    return std::nullopt;
-  } catch (...) {
-    return std::nullopt;
-  }
+  return impl_->download(path, max_bytes.value_or(impl_->options.max_download_bytes), call->token(), timeout,
+                         "download_file");
 }
 
 bool BedrockAgentCoreSandbox::do_download_file_to(std::string_view path, const std::filesystem::path& destination,
                                                   Timeout timeout, std::optional<std::uint64_t> max_bytes) {
   // The service returns a file inside one JSON answer, so it is read whole (within the cap), then written beside
   // the destination and renamed into place.
-  auto bytes = do_download_file(path, timeout, max_bytes);
+  std::optional<std::string> bytes;
+  {
+    const auto call = impl_->calls.begin();
+    bytes = impl_->download(path, max_bytes.value_or(impl_->options.max_download_bytes), call->token(), timeout,
+                            "download_file_to");
+  }
   if (!bytes) return false;
   std::random_device device;
   const auto partial = std::filesystem::path(destination.string() + ".part-" + std::to_string(device()));

@@ -21,20 +21,25 @@ class ByteCap {
  public:
   explicit ByteCap(std::uint64_t cap) noexcept : cap_(cap) {}
   [[nodiscard]] bool add(std::uint64_t n) noexcept {
-    received_ = n > cap_ - std::min(cap_, received_) ? cap_ + 1 : received_ + n;
-    return !over();
+    if (n > cap_ - std::min(cap_, received_)) over_ = true;
+    received_ = n > UINT64_MAX - received_ ? UINT64_MAX : received_ + n;
+    return !over_;
   }
-  [[nodiscard]] bool over() const noexcept { return received_ > cap_; }
+  [[nodiscard]] bool over() const noexcept { return over_; }
   [[nodiscard]] std::uint64_t cap() const noexcept { return cap_; }
+  /// Bytes seen so far (saturating).
   [[nodiscard]] std::uint64_t received() const noexcept { return received_; }
   /// How many more bytes fit before the cap is passed, plus one (asking for that many shows whether it is).
   [[nodiscard]] std::uint64_t room_plus_one() const noexcept {
-    return over() ? 0 : (cap_ - received_ == UINT64_MAX ? UINT64_MAX : cap_ - received_ + 1);
+    if (over_) return 0;
+    const std::uint64_t room = cap_ - received_;
+    return room == UINT64_MAX ? UINT64_MAX : room + 1;
   }
 
  private:
   std::uint64_t cap_;
   std::uint64_t received_ = 0;
+  bool over_ = false;
 };
 
 /// "<op> '<path>': the file is over the cap of N bytes" (never any of the file's content).
