@@ -46,6 +46,9 @@ struct BedrockOptions {
   std::chrono::milliseconds request_timeout{std::chrono::seconds(60)};  ///< per start/stop/file request
   std::size_t max_output_bytes = std::size_t{10} << 20;   ///< per-stream cap of stdout_text / stderr_text
   std::size_t max_message_bytes = std::size_t{16} << 20;  ///< a larger event-stream message is hostile
+  /// Default cap of read_file / download_file / download_file_to (their `max_bytes`), in bytes, counted on the
+  /// bytes received. Default 512 MiB; 0 is refused (SandboxStartError, stage configure).
+  std::uint64_t max_download_bytes = std::uint64_t{512} << 20;
   std::stop_token cancel;  ///< cancels create
 };
 
@@ -78,13 +81,14 @@ class CODE_INTERPRETER_EXPORT BedrockAgentCoreSandbox final : public CodeInterpr
   ExecutionResult do_execute_command(std::string_view command, const CommandOptions& options) override;
   void do_set_timeout(std::chrono::seconds lease) override;
   void do_write_file(std::string_view path, std::string_view data) override;
-  std::string do_read_file(std::string_view path) override;
+  std::string do_read_file(std::string_view path, std::optional<std::uint64_t> max_bytes) override;
   std::vector<FileInfo> do_list_files(std::string_view dir) override;
   void do_remove_file(std::string_view path) override;
   void do_make_dir(std::string_view path) override;
   bool do_download_file_to(std::string_view path, const std::filesystem::path& destination,
-                           Timeout timeout) override;
-  std::optional<std::string> do_download_file(std::string_view path, Timeout timeout) override;
+                           Timeout timeout, std::optional<std::uint64_t> max_bytes) override;
+  std::optional<std::string> do_download_file(std::string_view path, Timeout timeout,
+                                              std::optional<std::uint64_t> max_bytes) override;
   void do_terminate(Timeout timeout) override;
 
  private:

@@ -40,7 +40,9 @@ struct E2BOptions {
   /// Per-stream cap of stdout_text / stderr_text, and of the rich results' total size (later ones are dropped).
   std::size_t max_output_bytes = std::size_t{10} << 20;
   std::size_t max_line_bytes = std::size_t{16} << 20;    ///< a longer NDJSON line or envelope is hostile
-  std::size_t max_download_bytes = std::size_t{1} << 30; ///< download_file / read_file refuse larger files
+  /// Default cap of read_file / download_file / download_file_to (their `max_bytes`), in bytes, counted on the
+  /// bytes received. Default 512 MiB; 0 is refused (SandboxStartError, stage configure).
+  std::uint64_t max_download_bytes = std::uint64_t{512} << 20;
   std::stop_token cancel;                   ///< cancels create / connect
 };
 
@@ -91,13 +93,14 @@ class CODE_INTERPRETER_EXPORT E2BSandbox final : public CodeInterpreterSandbox {
   ExecutionResult do_execute_command(std::string_view command, const CommandOptions& options) override;
   void do_set_timeout(std::chrono::seconds lease) override;
   void do_write_file(std::string_view path, std::string_view data) override;
-  std::string do_read_file(std::string_view path) override;
+  std::string do_read_file(std::string_view path, std::optional<std::uint64_t> max_bytes) override;
   std::vector<FileInfo> do_list_files(std::string_view dir) override;
   void do_remove_file(std::string_view path) override;
   void do_make_dir(std::string_view path) override;
   bool do_download_file_to(std::string_view path, const std::filesystem::path& destination,
-                           Timeout timeout) override;
-  std::optional<std::string> do_download_file(std::string_view path, Timeout timeout) override;
+                           Timeout timeout, std::optional<std::uint64_t> max_bytes) override;
+  std::optional<std::string> do_download_file(std::string_view path, Timeout timeout,
+                                              std::optional<std::uint64_t> max_bytes) override;
   void do_terminate(Timeout timeout) override;
 
  private:

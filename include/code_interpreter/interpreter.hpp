@@ -123,7 +123,8 @@ struct InterpreterOptions {
   /// Largest tool result sent back to the model, in bytes. Longer output keeps its head and its tail around a note
   /// saying how many bytes were cut. Must be >= 1024.
   std::size_t max_tool_result_bytes = 16 * 1024;
-  /// Largest file returned for a sandbox link, in bytes; a larger one goes to `missing_files`.
+  /// Largest file returned for a sandbox link, in bytes, counted on the bytes downloaded (the download stops once
+  /// it is passed, whatever size `list_files` reports); a larger one goes to `missing_files`.
   std::size_t max_file_bytes = std::size_t{64} << 20;
   /// Largest total of the files returned for one answer, in bytes; once it is reached, further linked files go to
   /// `missing_files`. Bounds what a hostile answer can make the host hold (many links, each under `max_file_bytes`).

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -40,6 +41,9 @@ struct PyodideOptions {
   /// Largest frame the runtime may send, in bytes; a larger one is hostile output (kUnknown, runtime killed).
   /// At least 9 MiB (a file chunk of 8 MiB plus its header), else create throws (stage configure).
   std::size_t max_frame_bytes = 16u << 20;
+  /// Default cap of read_file / download_file / download_file_to (their `max_bytes`), in bytes, counted on the
+  /// bytes received. Default 512 MiB; 0 is refused (SandboxStartError, stage configure).
+  std::uint64_t max_download_bytes = std::uint64_t{512} << 20;
   /// Cancels creation.
   std::stop_token cancel;
 };
@@ -76,13 +80,14 @@ class CODE_INTERPRETER_EXPORT PyodideSandbox final : public CodeInterpreterSandb
   ExecutionResult do_execute_command(std::string_view command, const CommandOptions& options) override;
   void do_set_timeout(std::chrono::seconds lease) override;
   void do_write_file(std::string_view path, std::string_view data) override;
-  std::string do_read_file(std::string_view path) override;
+  std::string do_read_file(std::string_view path, std::optional<std::uint64_t> max_bytes) override;
   std::vector<FileInfo> do_list_files(std::string_view dir) override;
   void do_remove_file(std::string_view path) override;
   void do_make_dir(std::string_view path) override;
   bool do_download_file_to(std::string_view path, const std::filesystem::path& destination,
-                           Timeout timeout) override;
-  std::optional<std::string> do_download_file(std::string_view path, Timeout timeout) override;
+                           Timeout timeout, std::optional<std::uint64_t> max_bytes) override;
+  std::optional<std::string> do_download_file(std::string_view path, Timeout timeout,
+                                              std::optional<std::uint64_t> max_bytes) override;
   void do_terminate(Timeout timeout) override;
 
  private:

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <filesystem>
 #include <optional>
@@ -30,10 +31,15 @@ class CODE_INTERPRETER_EXPORT BaseSandbox {
   /// Reads a whole file from the sandbox.
   /// @param path absolute, or relative to the sandbox's working directory.
   /// @param timeout nullopt: the backend's default (60 s for Pyodide); <= 0: unbounded.
-  /// @return the bytes, or std::nullopt on any failure (missing file, timeout, lost sandbox). Never throws except
-  ///         std::invalid_argument (a path that is empty, holds a NUL byte or is over 4096 bytes) and
+  /// @param max_bytes the most bytes the file may have, counted on the bytes actually received (never on a size
+  ///        the sandbox reports); the transfer stops as soon as it is passed. nullopt: the backend options'
+  ///        `max_download_bytes` (default 512 MiB). Must be positive.
+  /// @return the bytes, or std::nullopt on any failure (missing file, timeout, lost sandbox, a file over
+  ///         `max_bytes`: logged as a warning naming the cap). Never throws except std::invalid_argument (a path
+  ///         that is empty, holds a NUL byte or is over 4096 bytes; a `max_bytes` of 0) and
   ///         SandboxNotInitializedError after terminate.
-  [[nodiscard]] std::optional<std::string> download_file(std::string_view path, Timeout timeout = std::nullopt);
+  [[nodiscard]] std::optional<std::string> download_file(std::string_view path, Timeout timeout = std::nullopt,
+                                                         std::optional<std::uint64_t> max_bytes = std::nullopt);
 
   /// Tears the sandbox down. A second call is a no-op. From another thread it cancels the call in flight.
   /// @param timeout nullopt: the backend's default; must be positive otherwise.
@@ -48,7 +54,9 @@ class CODE_INTERPRETER_EXPORT BaseSandbox {
 
  protected:
   BaseSandbox() = default;
-  virtual std::optional<std::string> do_download_file(std::string_view path, Timeout timeout) = 0;
+  /// `max_bytes` is resolved by the backend (nullopt: its options' default) and never 0.
+  virtual std::optional<std::string> do_download_file(std::string_view path, Timeout timeout,
+                                                      std::optional<std::uint64_t> max_bytes) = 0;
   virtual void do_terminate(Timeout timeout) = 0;
 };
 
@@ -86,18 +94,30 @@ class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
   /// Writes `data` (arbitrary bytes) to `path`, creating parent directories.
   /// @throws SandboxExecutionError (stage upload) on failure.
   void write_file(std::string_view path, std::string_view data);
-  /// Reads a whole file. @throws SandboxExecutionError (stage download; kind kNotFound if absent).
-  [[nodiscard]] std::string read_file(std::string_view path);
-  /// Lists a directory (not recursive). @throws SandboxExecutionError (stage download; kNotFound if absent).
+  /// Reads a whole file.
+  /// @param max_bytes the most bytes the file may have, counted on the bytes actually received (never on a size
+  ///        the sandbox reports); the transfer stops as soon as it is passed. nullopt: the backend options'
+  ///        `max_download_bytes` (default 512 MiB). Must be positive (std::invalid_argument).
+  /// @throws SandboxExecutionError (stage download; kind kNotFound if absent; kind kQuotaExceeded, message naming
+  ///         the cap in bytes, for a file over `max_bytes`).
+  [[nodiscard]] std::string read_file(std::string_view path, std::optional<std::uint64_t> max_bytes = std::nullopt);
+  /// Lists a directory (not recursive). The answer is checked on every backend: an entry whose name is empty,
+  /// holds '/', '\\' or NUL, or is "." or "..", or whose path is not `dir` + '/' + name, is dropped, with one
+  /// warning naming how many were. `size` is what the sandbox reports: never a bound on what a read returns.
+  /// @throws SandboxExecutionError (stage download; kNotFound if absent).
   [[nodiscard]] std::vector<FileInfo> list_files(std::string_view dir);
   /// Removes a file or a directory tree. @throws SandboxExecutionError (stage upload; kNotFound if absent).
   void remove_file(std::string_view path);
   /// Creates a directory and its parents. @throws SandboxExecutionError (stage upload).
   void make_dir(std::string_view path);
   /// Streams a file to `destination` on the host (written beside it, then renamed, so a failure leaves no partial
-  /// file). @return false on any failure. Throws only std::invalid_argument and SandboxNotInitializedError.
+  /// file).
+  /// @param max_bytes as for download_file: counted on the bytes received; the transfer stops once it is passed.
+  /// @return false on any failure, a file over `max_bytes` included (logged as a warning naming the cap; no
+  ///         partial file is left). Throws only std::invalid_argument (also for a `max_bytes` of 0) and
+  ///         SandboxNotInitializedError.
   bool download_file_to(std::string_view path, const std::filesystem::path& destination,
-                        Timeout timeout = std::nullopt);
+                        Timeout timeout = std::nullopt, std::optional<std::uint64_t> max_bytes = std::nullopt);
 
  protected:
   CodeInterpreterSandbox(Language language, std::vector<std::string> additional_packages)
@@ -110,12 +130,12 @@ class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
   virtual ExecutionResult do_execute_command(std::string_view command, const CommandOptions& options) = 0;
   virtual void do_set_timeout(std::chrono::seconds lease) = 0;
   virtual void do_write_file(std::string_view path, std::string_view data) = 0;
-  virtual std::string do_read_file(std::string_view path) = 0;
+  virtual std::string do_read_file(std::string_view path, std::optional<std::uint64_t> max_bytes) = 0;
   virtual std::vector<FileInfo> do_list_files(std::string_view dir) = 0;
   virtual void do_remove_file(std::string_view path) = 0;
   virtual void do_make_dir(std::string_view path) = 0;
   virtual bool do_download_file_to(std::string_view path, const std::filesystem::path& destination,
-                                   Timeout timeout) = 0;
+                                   Timeout timeout, std::optional<std::uint64_t> max_bytes) = 0;
 
  private:
   Language language_;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cctype>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <stdexcept>
@@ -17,6 +18,7 @@
 #include "core/base64.hpp"
 #include "core/call_registry.hpp"
 #include "core/deadline.hpp"
+#include "core/file_guards.hpp"
 #include "core/nested.hpp"
 #include "core/output.hpp"
 #include "core/untrusted.hpp"
@@ -247,6 +249,8 @@ struct Invocation {
   bool malformed_event = false;
   bool too_large = false;              // the result events together exceeded their budget
   std::size_t result_bytes = 0;        // payload bytes of the result events so far
+  std::uint64_t file_bytes = 0;        // decoded file content (resource text / blob) of the result events so far
+  bool over_cap = false;               // file_bytes passed the read's cap: the transfer was stopped
   bool callback_threw = false;
 };
 
@@ -432,8 +436,18 @@ struct BedrockAgentCoreSandbox::Impl {
 
   // ---- InvokeCodeInterpreter (bedrock.md §2.5, §4) ----
 
+  // `file_cap`: for readFiles, the most bytes of file content the answer may carry, counted as each result event
+  // arrives (never on a size the service states); past it the transfer stops and `over_cap` is set.
   Invocation invoke(std::string_view tool, json arguments, milliseconds timeout, std::stop_token cancel,
-                    bool idempotent, detail::OutputStream* out = nullptr, detail::OutputStream* err = nullptr) {
+                    bool idempotent, detail::OutputStream* out = nullptr, detail::OutputStream* err = nullptr,
+                    std::optional<std::uint64_t> file_cap = std::nullopt) {
+    // A JSON string may spell a byte in up to 6 ("\u0001"), so the payloads of a capped read may be that much
+    // larger than its content; they are held one message at a time.
+    std::size_t result_budget = options.max_message_bytes + 2 * options.max_output_bytes;
+    if (file_cap) {
+      const std::uint64_t most = std::numeric_limits<std::size_t>::max() - result_budget;
+      result_budget += static_cast<std::size_t>(*file_cap > most / 6 ? most : *file_cap * 6);
+    }
     Invocation inv;
     auto req = request("POST", base_path() + "/tools/invoke",
                        json{{"name", tool}, {"arguments", std::move(arguments)}}.dump());
@@ -451,7 +465,7 @@ struct BedrockAgentCoreSandbox::Impl {
             if (message.string_header(":event-type").value_or("") != "result") return true;  // unknown events are skipped
             // Each message is capped, but not their number: what is kept from all of them is bounded too.
             inv.result_bytes += message.payload.size();
-            if (inv.result_bytes > options.max_message_bytes + 2 * options.max_output_bytes) {
+            if (inv.result_bytes > result_budget) {
               inv.too_large = true;
               return false;
             }
@@ -461,6 +475,13 @@ struct BedrockAgentCoreSandbox::Impl {
               return false;
             }
             merge_result(inv, payload, out, err);
+            if (file_cap) {
+              inv.file_bytes = file_content_bytes(inv.content);
+              if (inv.file_bytes > *file_cap) {
+                inv.over_cap = true;
+                return false;
+              }
+            }
             return !inv.callback_threw;
           }
           if (type != "exception" && type != "error") {
@@ -505,6 +526,26 @@ struct BedrockAgentCoreSandbox::Impl {
         !inv.too_large && inv.decode_error == bedrock::EventStreamError::kNone)
       inv.truncated = true;  // the body ended cleanly inside a message
     return inv;
+  }
+
+  // The decoded size of the file content in a readFiles answer's blocks (a blob's base64 counted as the bytes it
+  // decodes to, never more), so a file of exactly the cap passes.
+  static std::uint64_t file_content_bytes(const json& content) {
+    std::uint64_t total = 0;
+    for (const auto& block : content) {
+      if (!block.is_object()) continue;
+      const auto resource = block.find("resource");
+      if (resource == block.end() || !resource->is_object()) continue;
+      if (const auto t = resource->find("text"); t != resource->end() && t->is_string())
+        total += t->get_ref<const std::string&>().size();
+      if (const auto b = resource->find("blob"); b != resource->end() && b->is_string()) {
+        const auto& text = b->get_ref<const std::string&>();
+        std::size_t n = text.size();
+        while (n > 0 && text[n - 1] == '=') --n;
+        total += n / 4 * 3 + (n % 4 > 1 ? n % 4 - 1 : 0);
+      }
+    }
+    return total;
   }
 
   // Several result events are folded together (bedrock.md §4): content concatenated, stdout / stderr
@@ -656,18 +697,20 @@ struct BedrockAgentCoreSandbox::Impl {
   }
 
   Invocation file_tool(std::string_view tool, json arguments, std::stop_token cancel, bool idempotent,
-                       Timeout timeout = std::nullopt) {
+                       Timeout timeout = std::nullopt, std::optional<std::uint64_t> file_cap = std::nullopt) {
     const milliseconds t = timeout ? (timeout->count() > 0 ? *timeout : milliseconds(0)) : options.request_timeout;
     if (!idempotent) return invoke(tool, std::move(arguments), t, std::move(cancel), false);
-    return invoke_read(tool, arguments, t, cancel);
+    return invoke_read(tool, arguments, t, cancel, file_cap);
   }
 
   // A tool that only reads (readFiles, listFiles, getTask) may be repeated: what never reached the service, or was
   // refused as transient (429, 5xx, a throttling first frame), is retried up to three times, all within `t`.
-  Invocation invoke_read(std::string_view tool, const json& arguments, milliseconds t, std::stop_token cancel) {
+  Invocation invoke_read(std::string_view tool, const json& arguments, milliseconds t, std::stop_token cancel,
+                         std::optional<std::uint64_t> file_cap = std::nullopt) {
     const auto deadline = Deadline::after(t, t);
     for (int attempt = 1;; ++attempt) {
-      auto inv = invoke(tool, arguments, deadline.bound(t), cancel, true);
+      auto inv = invoke(tool, arguments, deadline.bound(t), cancel, true, nullptr, nullptr, file_cap);
+      if (inv.over_cap) return inv;
       const bool retry = attempt < 3 && ((inv.exchange.ok() && (inv.status == 429 || inv.status >= 500)) ||
                                          (!inv.exchange.ok() && http::is_transient(inv.exchange, true)) ||
                                          (inv.exception && inv.exception_first &&
@@ -701,8 +744,10 @@ struct BedrockAgentCoreSandbox::Impl {
     throw_tool_error(inv, Stage::kUpload, "write_file", session_gone);
   }
 
-  std::string read(std::string_view path, std::stop_token cancel, Timeout timeout = std::nullopt) {
-    const auto inv = file_tool("readFiles", {{"paths", json::array({path})}}, cancel, true, timeout);
+  // Throws the over-cap error (detail::over_cap_error) for a file of more than `cap` bytes.
+  std::string read(std::string_view path, std::uint64_t cap, std::stop_token cancel, Timeout timeout = std::nullopt) {
+    const auto inv = file_tool("readFiles", {{"paths", json::array({path})}}, cancel, true, timeout, cap);
+    if (inv.over_cap) throw detail::over_cap_error(path, cap);
     if (!(inv.exchange.success() && inv.result_seen && !inv.is_error && !inv.exception))
       throw_tool_error(inv, Stage::kDownload, "read_file");
     for (const auto& block : inv.content) {
@@ -712,10 +757,26 @@ struct BedrockAgentCoreSandbox::Impl {
       if (resource.contains("blob") && resource["blob"].is_string()) {
         auto bytes = detail::base64_decode(resource["blob"].get<std::string>());
         if (!bytes) throw SandboxExecutionError("read_file: the file's blob is not base64", Stage::kDownload, ErrorKind::kInternal);
+        if (bytes->size() > cap) throw detail::over_cap_error(path, cap);
         return std::move(*bytes);
       }
     }
     throw SandboxExecutionError("read_file: the answer carried no file content", Stage::kDownload, ErrorKind::kInternal);
+  }
+
+  // read() for the calls that answer std::nullopt on failure; over the cap, one warning naming `op` and the cap.
+  std::optional<std::string> download(std::string_view path, std::uint64_t cap, std::stop_token cancel,
+                                      Timeout timeout, std::string_view op) {
+    try {
+      return read(path, cap, std::move(cancel), timeout);
+    } catch (const std::invalid_argument&) {
+      throw;
+    } catch (const SandboxExecutionError& e) {
+      if (e.kind() == ErrorKind::kQuotaExceeded) detail::warn_over_cap(op, path, cap);
+      return std::nullopt;
+    } catch (...) {
+      return std::nullopt;
+    }
   }
 
   // ---- execute ----
@@ -1075,9 +1136,9 @@ void BedrockAgentCoreSandbox::do_write_file(std::string_view path, std::string_v
   impl_->write(path, data, call->token());
 }
 
-std::string BedrockAgentCoreSandbox::do_read_file(std::string_view path) {
+std::string BedrockAgentCoreSandbox::do_read_file(std::string_view path, std::optional<std::uint64_t> max_bytes) {
   const auto call = impl_->calls.begin();
-  return impl_->read(path, call->token());
+  return impl_->read(path, max_bytes.value_or(impl_->options.max_download_bytes), call->token());
 }
 
 std::vector<FileInfo> BedrockAgentCoreSandbox::do_list_files(std::string_view dir) {
@@ -1113,22 +1174,23 @@ void BedrockAgentCoreSandbox::do_make_dir(std::string_view path) {
   impl_->make_directory(path, call->token());
 }
 
-std::optional<std::string> BedrockAgentCoreSandbox::do_download_file(std::string_view path, Timeout timeout) {
+std::optional<std::string> BedrockAgentCoreSandbox::do_download_file(std::string_view path, Timeout timeout,
+                                                                     std::optional<std::uint64_t> max_bytes) {
   const auto call = impl_->calls.begin();
-  try {
-    return impl_->read(path, call->token(), timeout);
-  } catch (const std::invalid_argument&) {
-    throw;
-  } catch (...) {
-    return std::nullopt;
-  }
+  return impl_->download(path, max_bytes.value_or(impl_->options.max_download_bytes), call->token(), timeout,
+                         "download_file");
 }
 
 bool BedrockAgentCoreSandbox::do_download_file_to(std::string_view path, const std::filesystem::path& destination,
-                                                  Timeout timeout) {
-  // The service returns a file inside one JSON answer, so it is read whole, then written beside the destination
-  // and renamed into place.
-  auto bytes = do_download_file(path, timeout);
+                                                  Timeout timeout, std::optional<std::uint64_t> max_bytes) {
+  // The service returns a file inside one JSON answer, so it is read whole (within the cap), then written beside
+  // the destination and renamed into place.
+  std::optional<std::string> bytes;
+  {
+    const auto call = impl_->calls.begin();
+    bytes = impl_->download(path, max_bytes.value_or(impl_->options.max_download_bytes), call->token(), timeout,
+                            "download_file_to");
+  }
   if (!bytes) return false;
   std::random_device device;
   const auto partial = std::filesystem::path(destination.string() + ".part-" + std::to_string(device()));

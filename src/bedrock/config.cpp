@@ -157,6 +157,7 @@ ResolvedConfig resolve_config(const BedrockOptions& options) {
   // A cap of 0 would make every message hostile, so every call UNKNOWN.
   if (options.max_message_bytes == 0 || options.max_output_bytes == 0)
     refuse("max_message_bytes and max_output_bytes must be positive", ErrorKind::kInvalidArgument);
+  if (options.max_download_bytes == 0) refuse("max_download_bytes must be positive", ErrorKind::kInvalidArgument);
   // Request paths are appended to the endpoint: after a query or a fragment they would not be the path.
   if (config.endpoint.find_first_of("?#") != std::string::npos)
     refuse("the Bedrock endpoint must not contain a query or a fragment ('?' or '#')", ErrorKind::kInvalidArgument);

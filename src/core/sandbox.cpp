@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/file_guards.hpp"
 #include "core/utf8.hpp"
 
 namespace code_interpreter {
@@ -44,6 +45,10 @@ void check_env(const std::map<std::string, std::string>& env) {
   }
 }
 
+void check_max_bytes(const std::optional<std::uint64_t>& max_bytes) {
+  if (max_bytes && *max_bytes == 0) throw std::invalid_argument("max_bytes must be positive");
+}
+
 void check_files(const ExecuteOptions& options) {
   std::set<std::string_view> seen;
   for (const auto& file : options.files) {
@@ -58,9 +63,11 @@ void check_files(const ExecuteOptions& options) {
 
 BaseSandbox::~BaseSandbox() = default;
 
-std::optional<std::string> BaseSandbox::download_file(std::string_view path, Timeout timeout) {
+std::optional<std::string> BaseSandbox::download_file(std::string_view path, Timeout timeout,
+                                                      std::optional<std::uint64_t> max_bytes) {
   check_path(path, "path");
-  return do_download_file(path, timeout);
+  check_max_bytes(max_bytes);
+  return do_download_file(path, timeout, max_bytes);
 }
 
 void BaseSandbox::terminate(Timeout timeout) {
@@ -125,14 +132,18 @@ void CodeInterpreterSandbox::write_file(std::string_view path, std::string_view 
   do_write_file(path, data);
 }
 
-std::string CodeInterpreterSandbox::read_file(std::string_view path) {
+std::string CodeInterpreterSandbox::read_file(std::string_view path, std::optional<std::uint64_t> max_bytes) {
   check_path(path, "path");
-  return do_read_file(path);
+  check_max_bytes(max_bytes);
+  return do_read_file(path, max_bytes);
 }
 
 std::vector<FileInfo> CodeInterpreterSandbox::list_files(std::string_view dir) {
   check_path(dir, "dir");
-  return do_list_files(dir);
+  auto entries = do_list_files(dir);
+  // The listing comes from the sandbox: a name that is not one path component is never handed on.
+  (void)detail::drop_hostile_entries(entries, dir);
+  return entries;
 }
 
 void CodeInterpreterSandbox::remove_file(std::string_view path) {
@@ -146,10 +157,11 @@ void CodeInterpreterSandbox::make_dir(std::string_view path) {
 }
 
 bool CodeInterpreterSandbox::download_file_to(std::string_view path, const std::filesystem::path& destination,
-                                              Timeout timeout) {
+                                              Timeout timeout, std::optional<std::uint64_t> max_bytes) {
   check_path(path, "path");
   if (destination.empty()) throw std::invalid_argument("destination is empty");
-  return do_download_file_to(path, destination, timeout);
+  check_max_bytes(max_bytes);
+  return do_download_file_to(path, destination, timeout, max_bytes);
 }
 
 }  // namespace code_interpreter

@@ -15,6 +15,7 @@
 #include "code_interpreter/logging.hpp"
 #include "core/call_registry.hpp"
 #include "core/deadline.hpp"
+#include "core/file_guards.hpp"
 #include "core/nested.hpp"
 #include "core/untrusted.hpp"
 #include "core/utf8.hpp"
@@ -206,6 +207,8 @@ struct E2BSandbox::Impl {
     if (options.max_line_bytes == 0 || options.max_output_bytes == 0)
       throw SandboxStartError("max_line_bytes and max_output_bytes must be positive", Stage::kConfigure,
                               ErrorKind::kInvalidArgument);
+    if (options.max_download_bytes == 0)
+      throw SandboxStartError("max_download_bytes must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
     // They travel as JSON strings (the create's body, the pip install's code).
     const auto not_utf8 = [](std::string_view what) {
       return SandboxStartError(std::string(what) + " is not valid UTF-8", Stage::kConfigure, ErrorKind::kInvalidArgument);
@@ -898,12 +901,15 @@ void E2BSandbox::do_write_file(std::string_view path, std::string_view data) {
   if (!ex.success()) impl_->throw_file_error(ex, Stage::kUpload, "write_file");
 }
 
-std::string E2BSandbox::do_read_file(std::string_view path) {
+std::string E2BSandbox::do_read_file(std::string_view path, std::optional<std::uint64_t> max_bytes) {
   const auto call = impl_->begin_call();
   auto request = impl_->sandbox_request(kEnvdPort, "GET", impl_->files_query(path));
   request.cancel = call->token();
-  request.max_body = impl_->options.max_download_bytes;
+  // Counted by the client's write callback on the bytes received (decoded), whatever Content-Length says.
+  const std::uint64_t cap = max_bytes.value_or(impl_->options.max_download_bytes);
+  request.max_body = cap;
   auto ex = http::perform_with_retries(impl_->client, request);
+  if (ex.failure == http::Failure::kTooLarge) throw detail::over_cap_error(path, cap);
   if (!ex.success()) impl_->throw_file_error(ex, Stage::kDownload, "read_file");
   return std::move(ex.response.body);
 }
@@ -957,16 +963,19 @@ void E2BSandbox::do_make_dir(std::string_view path) {
   impl_->throw_file_error(ex, Stage::kUpload, "make_dir");
 }
 
-std::optional<std::string> E2BSandbox::do_download_file(std::string_view path, Timeout timeout) {
+std::optional<std::string> E2BSandbox::do_download_file(std::string_view path, Timeout timeout,
+                                                        std::optional<std::uint64_t> max_bytes) {
   try {
     const auto call = impl_->begin_call();
     auto request = impl_->sandbox_request(kEnvdPort, "GET", impl_->files_query(path));
     request.cancel = call->token();
-    request.max_body = impl_->options.max_download_bytes;
+    const std::uint64_t cap = max_bytes.value_or(impl_->options.max_download_bytes);
+    request.max_body = cap;
     // The timeout bounds the whole call: retries get only what is left of it, and none starts past it.
     const auto deadline = Deadline::after(timeout, impl_->options.request_timeout);
     request.timeout = deadline.bound(milliseconds(0));
     auto ex = http::perform_with_retries(impl_->client, request, {}, impl_->deadline_hooks(deadline));
+    if (ex.failure == http::Failure::kTooLarge) detail::warn_over_cap("download_file", path, cap);
     if (!ex.success()) return std::nullopt;
     return std::move(ex.response.body);
   } catch (const std::invalid_argument&) {
@@ -978,7 +987,8 @@ std::optional<std::string> E2BSandbox::do_download_file(std::string_view path, T
   }
 }
 
-bool E2BSandbox::do_download_file_to(std::string_view path, const std::filesystem::path& destination, Timeout timeout) {
+bool E2BSandbox::do_download_file_to(std::string_view path, const std::filesystem::path& destination, Timeout timeout,
+                                     std::optional<std::uint64_t> max_bytes) {
   const auto call = impl_->begin_call();
   // Streamed into a temporary file beside the destination, renamed into place only when complete.
   const auto partial = std::filesystem::path(destination.string() + ".part-" + random_hex(4));
@@ -989,15 +999,19 @@ bool E2BSandbox::do_download_file_to(std::string_view path, const std::filesyste
   if (timeout) request.timeout = timeout->count() > 0 ? *timeout : milliseconds(0);
   int status = 0;
   request.on_headers = [&](int s) { status = s; };
+  // Counted on the bytes received; the transfer stops at the first piece past the cap.
+  detail::ByteCap count(max_bytes.value_or(impl_->options.max_download_bytes));
   request.on_body = [&](std::string_view piece) {
     if (status != 200) return true;  // an error body is not the file
+    if (!count.add(piece.size())) return false;
     out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
     return static_cast<bool>(out);
   };
   const auto ex = impl_->client.perform(request);
   out.close();
   std::error_code ec;
-  if (!ex.success() || status != 200 || !out) {
+  if (count.over()) detail::warn_over_cap("download_file_to", path, count.cap());
+  if (!ex.success() || status != 200 || !out || count.over()) {
     std::filesystem::remove(partial, ec);
     return false;
   }

@@ -334,11 +334,17 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
     }
     const std::string& path = *link.path;
     const std::string name = interpreter::base_name(path);
-    // returned_bytes never exceeds max_total_file_bytes: each file fits in what was left.
+    // returned_bytes never exceeds max_total_file_bytes: each file fits in what was left. The sandbox's own word
+    // on a file's size is only a hint: the download itself is capped at `room`, counted on the bytes received.
     const std::size_t room = std::min(options_.max_file_bytes, options_.max_total_file_bytes - returned_bytes);
+    if (room == 0) {
+      logger()->warn("interpreter: {} is past max_total_file_bytes", path);
+      missing();
+      continue;
+    }
     try {
       if (facts.capabilities.filesystem) {
-        // Look before fetching, so an oversize file is never read into memory.
+        // Look before fetching, so a file the sandbox admits is oversize is not transferred at all.
         const auto entries = sandbox_.list_files(path.substr(0, path.rfind('/')));
         const auto entry = std::find_if(entries.begin(), entries.end(),
                                         [&](const FileInfo& info) { return info.name == name && !info.is_directory; });
@@ -348,7 +354,7 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
           continue;
         }
       }
-      auto bytes = sandbox_.download_file(path, stop.remaining());
+      auto bytes = sandbox_.download_file(path, stop.remaining(), room);
       if (!bytes || bytes->size() > room) {
         missing();
         continue;

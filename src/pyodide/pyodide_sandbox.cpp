@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "code_interpreter/logging.hpp"
+#include "core/file_guards.hpp"
 #include "core/nested.hpp"
 #include "core/output.hpp"
 #include "core/utf8.hpp"
@@ -601,20 +602,31 @@ struct PyodideSandbox::Impl {
     }
   }
 
-  // Reads `path` chunk by chunk, handing each to `sink`.
+  // Reads `path` chunk by chunk, handing each to `sink`, and stops once more than `cap` bytes came (kind
+  // kQuotaExceeded). The answer's "size" is never trusted: the bytes are counted, each request asks for no more
+  // than one past the cap, and the file ends at the first chunk shorter than asked. A chunk longer than asked
+  // breaks the protocol: the runtime is replaced.
   template <typename Sink>
-  std::optional<FileError> read_chunks(std::string_view path, std::optional<Clock::time_point> deadline, Sink sink) {
-    std::uint64_t offset = 0;
+  std::optional<FileError> read_chunks(std::string_view path, std::optional<Clock::time_point> deadline,
+                                       std::string_view op, std::uint64_t cap, Sink sink) {
+    detail::ByteCap count(cap);
     for (;;) {
-      auto answer = file_request({{"op", "read"}, {"path", path}, {"offset", offset}, {"length", kFileChunk}}, {},
-                                 deadline);
+      const std::uint64_t asked = std::min<std::uint64_t>(kFileChunk, count.room_plus_one());
+      auto answer = file_request(
+          {{"op", "read"}, {"path", path}, {"offset", count.received()}, {"length", asked}}, {}, deadline);
       if (auto* e = std::get_if<FileError>(&answer)) return *e;
       auto& f = std::get<Frame>(answer);
       if (auto e = answer_error(f, "read", path)) return e;
-      const auto size = field_int(f.header, "size", 0);
+      if (f.body.size() > asked) {
+        respawn();
+        return FileError{ErrorKind::kInternal,
+                         "the Pyodide runtime answered " + std::to_string(f.body.size()) + " bytes where at most " +
+                             std::to_string(asked) + " were asked; the runtime was restarted",
+                         true};
+      }
+      if (!count.add(f.body.size())) return FileError{ErrorKind::kQuotaExceeded, detail::over_cap_message(op, path, cap)};
       sink(f.body);
-      offset += f.body.size();
-      if (size < 0 || offset >= static_cast<std::uint64_t>(size) || f.body.empty()) return std::nullopt;
+      if (f.body.size() < asked) return std::nullopt;
     }
   }
 
@@ -936,6 +948,9 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   if (options.interrupt_grace.count() < 0) {
     throw SandboxStartError("interrupt_grace must not be negative", Stage::kConfigure, ErrorKind::kInvalidArgument);
   }
+  if (options.max_download_bytes == 0) {
+    throw SandboxStartError("max_download_bytes must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
   if (options.max_output_bytes == 0) {
     throw SandboxStartError("max_output_bytes must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
   }
@@ -1115,10 +1130,11 @@ void PyodideSandbox::do_write_file(std::string_view path, std::string_view data)
   }
 }
 
-std::string PyodideSandbox::do_read_file(std::string_view path) {
+std::string PyodideSandbox::do_read_file(std::string_view path, std::optional<std::uint64_t> max_bytes) {
   const auto call = impl_->begin_call();
   std::string data;
-  if (auto e = impl_->read_chunks(path, deadline_from(std::nullopt, kDefaultFileTimeout),
+  if (auto e = impl_->read_chunks(path, deadline_from(std::nullopt, kDefaultFileTimeout), "read_file",
+                                  max_bytes.value_or(impl_->options.max_download_bytes),
                                   [&](const std::string& chunk) { data += chunk; })) {
     Impl::throw_file_error(*e, Stage::kDownload);
   }
@@ -1161,18 +1177,22 @@ void PyodideSandbox::do_make_dir(std::string_view path) {
   if (auto e = Impl::answer_error(std::get<Frame>(answer), "mkdir", path)) Impl::throw_file_error(*e, Stage::kUpload);
 }
 
-std::optional<std::string> PyodideSandbox::do_download_file(std::string_view path, Timeout timeout) {
+std::optional<std::string> PyodideSandbox::do_download_file(std::string_view path, Timeout timeout,
+                                                            std::optional<std::uint64_t> max_bytes) {
   const auto call = impl_->begin_call();
   std::string data;
-  if (auto e = impl_->read_chunks(path, deadline_from(timeout, kDefaultFileTimeout),
+  if (auto e = impl_->read_chunks(path, deadline_from(timeout, kDefaultFileTimeout), "download_file",
+                                  max_bytes.value_or(impl_->options.max_download_bytes),
                                   [&](const std::string& chunk) { data += chunk; })) {
-    logger()->debug("sandbox {}: download_file failed: {}", impl_->id, e->message);
+    if (e->kind == ErrorKind::kQuotaExceeded) logger()->warn("sandbox {}: {}", impl_->id, e->message);
+    else logger()->debug("sandbox {}: download_file failed: {}", impl_->id, e->message);
     return std::nullopt;
   }
   return data;
 }
 
-bool PyodideSandbox::do_download_file_to(std::string_view path, const fs::path& destination, Timeout timeout) {
+bool PyodideSandbox::do_download_file_to(std::string_view path, const fs::path& destination, Timeout timeout,
+                                         std::optional<std::uint64_t> max_bytes) {
   const auto call = impl_->begin_call();
   fs::path partial = destination;
   partial += ".part";
@@ -1182,12 +1202,14 @@ bool PyodideSandbox::do_download_file_to(std::string_view path, const fs::path& 
     return false;
   }
   bool write_failed = false;
-  auto e = impl_->read_chunks(path, deadline_from(timeout, kDefaultFileTimeout), [&](const std::string& chunk) {
+  auto e = impl_->read_chunks(path, deadline_from(timeout, kDefaultFileTimeout), "download_file_to",
+                              max_bytes.value_or(impl_->options.max_download_bytes), [&](const std::string& chunk) {
     file.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     if (!file) write_failed = true;
   });
   file.close();
   std::error_code ec;
+  if (e && e->kind == ErrorKind::kQuotaExceeded) logger()->warn("sandbox {}: {}", impl_->id, e->message);
   if (e || write_failed || !file) {
     fs::remove(partial, ec);
     return false;

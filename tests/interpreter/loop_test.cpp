@@ -671,3 +671,97 @@ TEST_CASE("only the first max_linked_files distinct links are looked up, the res
   CHECK(result.missing_files.back() == "/files/c");
   CHECK(ci::InterpreterOptions{}.max_linked_files == 100);
 }
+
+namespace {
+
+// A sandbox whose list_files claims every file is 10 bytes long, and which records the cap of every download.
+class LyingListing : public FakeSandbox {
+ public:
+  std::vector<std::optional<std::uint64_t>> caps;
+
+ protected:
+  std::vector<ci::FileInfo> do_list_files(std::string_view dir) override {
+    auto entries = FakeSandbox::do_list_files(dir);
+    for (auto& e : entries) e.size = 10;
+    return entries;
+  }
+  std::optional<std::string> do_download_file(std::string_view path, ci::Timeout timeout,
+                                              std::optional<std::uint64_t> max_bytes) override {
+    caps.push_back(max_bytes);
+    return FakeSandbox::do_download_file(path, timeout, max_bytes);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a file whose listed size lies is still capped at max_file_bytes, counted on the bytes downloaded",
+          "[interpreter][guards]") {
+  LyingListing sandbox;
+  sandbox.push_result(success(""), {{"/files/big.bin", std::string(5000, 'b')}, {"/files/small.bin", "s"}});
+  FakeLMInvoker lm;
+  lm.push_code("write()").push_answer("[big](sandbox:/files/big.bin) [small](sandbox:/files/small.bin)");
+  ci::InterpreterOptions options;
+  options.max_file_bytes = 1024;
+
+  const auto result = ci::SandboxCodeInterpreter(sandbox, lm, options).execute("go");
+
+  CHECK(sandbox.list_files("/files").at(0).size == 10);  // the lie the loop was told
+  CHECK(result.missing_files == std::vector<std::string>{"/files/big.bin"});
+  CHECK(sandbox.downloads() == std::vector<std::string>{"/files/big.bin", "/files/small.bin"});
+  CHECK(sandbox.caps == std::vector<std::optional<std::uint64_t>>{1024, 1024});
+  REQUIRE(result.code_exec_results.at(0).output.size() == 1);
+  CHECK(result.code_exec_results[0].output[0].filename == "small.bin");
+}
+
+TEST_CASE("with lying sizes the total stays within max_total_file_bytes: each download is capped at what is left",
+          "[interpreter][guards]") {
+  LyingListing sandbox;
+  sandbox.push_result(success(""), {{"/files/a.bin", std::string(900, 'a')},
+                                    {"/files/b.bin", std::string(900, 'b')},
+                                    {"/files/c.bin", std::string(600, 'c')}});
+  FakeLMInvoker lm;
+  lm.push_code("write()").push_answer("[a](sandbox:/files/a.bin) [b](sandbox:/files/b.bin) [c](sandbox:/files/c.bin)");
+  ci::InterpreterOptions options;
+  options.max_file_bytes = 1000;
+  options.max_total_file_bytes = 1500;
+
+  const auto result = ci::SandboxCodeInterpreter(sandbox, lm, options).execute("go");
+
+  CHECK(result.missing_files == std::vector<std::string>{"/files/b.bin"});
+  CHECK(sandbox.caps == std::vector<std::optional<std::uint64_t>>{1000, 600, 600});
+  REQUIRE(result.code_exec_results.at(0).output.size() == 2);
+  CHECK(result.code_exec_results[0].output[0].data == std::string(900, 'a'));
+  CHECK(result.code_exec_results[0].output[1].data == std::string(600, 'c'));
+}
+
+TEST_CASE("list_files drops entries with names that are not one path component, on any sandbox",
+          "[interpreter][guards]") {
+  class HostileNames : public FakeSandbox {
+   protected:
+    std::vector<ci::FileInfo> do_list_files(std::string_view) override {
+      return {{"../../../root/.bashrc", "/files/../../../root/.bashrc", false, 1},
+              {"ok.txt", "/files/ok.txt", false, 2},
+              {"..", "/files/..", true, 0},
+              {".", "/files/.", true, 0},
+              {"", "/files/", false, 0},
+              {"a\\b", "/files/a\\b", false, 3},
+              {std::string("n\0l", 3), "/files/n", false, 4},
+              {"x", "/elsewhere/x", false, 5},
+              {"noted", "", false, 6}};
+    }
+  };
+  HostileNames sandbox;
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  auto logger = std::make_shared<spdlog::logger>("test", sink);
+  ci::set_logger(logger);
+
+  const auto entries = sandbox.list_files("/files");
+
+  ci::set_logger(nullptr);
+  CHECK(entries == std::vector<ci::FileInfo>{{"ok.txt", "/files/ok.txt", false, 2}, {"noted", "", false, 6}});
+  CHECK(log.str().find("list_files '/files': dropped 7 entries with an invalid name or path") != std::string::npos);
+  CHECK_THROWS_AS(sandbox.read_file("/files/ok.txt", 0), std::invalid_argument);
+  CHECK_THROWS_AS(sandbox.download_file("/files/ok.txt", std::nullopt, 0), std::invalid_argument);
+  CHECK_THROWS_AS(sandbox.download_file_to("/files/ok.txt", "/tmp/x", std::nullopt, 0), std::invalid_argument);
+}

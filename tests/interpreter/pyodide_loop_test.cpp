@@ -186,3 +186,73 @@ TEST_CASE("cancelling mid-loop stops the running code and makes no further model
   // The sandbox is still usable afterwards.
   CHECK(sandbox->execute_code("print(1 + 1)").stdout_text == "2\n");
 }
+
+namespace {
+
+// A real Pyodide sandbox seen through a listing that claims every file is 10 bytes long: what a program that
+// reached the host's listing could make it say. Everything else goes to the real sandbox.
+class LyingPyodide final : public ci::CodeInterpreterSandbox {
+ public:
+  explicit LyingPyodide(ci::PyodideSandbox& real) : CodeInterpreterSandbox(ci::Language::kPython, {}), real_(real) {}
+  [[nodiscard]] std::optional<std::string> sandbox_id() const override { return real_.sandbox_id(); }
+  [[nodiscard]] ci::Capabilities capabilities() const override { return real_.capabilities(); }
+
+ protected:
+  ci::ExecutionResult do_execute_code(std::string_view code, const ci::ExecuteOptions& o) override {
+    return real_.execute_code(code, o);
+  }
+  ci::ExecutionResult do_execute_command(std::string_view command, const ci::CommandOptions& o) override {
+    return real_.execute_command(command, o);
+  }
+  void do_set_timeout(std::chrono::seconds lease) override { real_.set_timeout(lease); }
+  void do_write_file(std::string_view path, std::string_view data) override { real_.write_file(path, data); }
+  std::string do_read_file(std::string_view path, std::optional<std::uint64_t> max_bytes) override {
+    return real_.read_file(path, max_bytes);
+  }
+  std::vector<ci::FileInfo> do_list_files(std::string_view dir) override {
+    auto entries = real_.list_files(dir);
+    for (auto& e : entries) e.size = 10;
+    return entries;
+  }
+  void do_remove_file(std::string_view path) override { real_.remove_file(path); }
+  void do_make_dir(std::string_view path) override { real_.make_dir(path); }
+  bool do_download_file_to(std::string_view path, const std::filesystem::path& destination, ci::Timeout timeout,
+                           std::optional<std::uint64_t> max_bytes) override {
+    return real_.download_file_to(path, destination, timeout, max_bytes);
+  }
+  std::optional<std::string> do_download_file(std::string_view path, ci::Timeout timeout,
+                                              std::optional<std::uint64_t> max_bytes) override {
+    return real_.download_file(path, timeout, max_bytes);
+  }
+  void do_terminate(ci::Timeout timeout) override { real_.terminate(timeout); }
+
+ private:
+  ci::PyodideSandbox& real_;
+};
+
+}  // namespace
+
+TEST_CASE("a real file whose listed size lies is capped at max_file_bytes on the bytes downloaded",
+          "[interpreter][pyodide][guards]") {
+  LMServer server;
+  const std::string answer = "Files: [big](sandbox:/files/big.bin) [small](sandbox:/files/small.txt)";
+  server.script(json::array(
+      {{{"reply", code_call("open('/files/big.bin', 'wb').write(b'x' * (3 << 20))\n"
+                            "open('/files/small.txt', 'w').write('fits')")}},
+       {{"reply", {{"text", answer}}}}}));
+  auto real = make_sandbox();
+  LyingPyodide sandbox(*real);
+  auto invoker = make_invoker("openai", server);
+  ci::InterpreterOptions options;
+  options.max_file_bytes = 1u << 20;
+
+  const auto result = ci::SandboxCodeInterpreter(sandbox, *invoker, options).execute("Write two files.");
+
+  CHECK(sandbox.list_files("/files").at(0).size == 10);  // the lie
+  CHECK(result.text == answer);
+  CHECK(result.missing_files == std::vector<std::string>{"/files/big.bin"});
+  REQUIRE(result.code_exec_results.size() == 1);
+  REQUIRE(result.code_exec_results[0].output.size() == 1);
+  CHECK(result.code_exec_results[0].output[0].filename == "small.txt");
+  CHECK(result.code_exec_results[0].output[0].data == "fits");
+}

@@ -12,6 +12,7 @@
 // Guide: docs/interpreter.md ("Testing with FakeSandbox").
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <exception>
@@ -56,10 +57,14 @@ struct ExecuteCall {
 /// Follows the sandbox contract where it matters to callers: execute never throws once arguments are checked (an
 /// exhausted queue answers kError with FailureDetail{"fake.exhausted", retry_safe}); `result.code` is the code
 /// run; on_stdout / on_stderr get the scripted output line by line; after `terminate` every call but terminate
-/// and the accessors throws SandboxNotInitializedError. Thread-safe; handlers run without the lock held, so they
+/// and the accessors throws SandboxNotInitializedError; reads honour `max_bytes` (default kDefaultMaxDownloadBytes)
+/// as the real backends do: read_file throws kQuotaExceeded, download_file answers nullopt, download_file_to false. Thread-safe; handlers run without the lock held, so they
 /// may block (e.g. until the call's stop_token fires) or call put_file.
 class FakeSandbox : public CodeInterpreterSandbox {
  public:
+  /// The cap of read_file / download_file / download_file_to when none is given, as the real backends' default.
+  static constexpr std::uint64_t kDefaultMaxDownloadBytes = std::uint64_t{512} << 20;
+
   /// Computes the result of one call. `options.cancel` is the call's stop_token.
   using Handler = std::function<ExecutionResult(std::string_view code, const ExecuteOptions& options)>;
 
@@ -166,10 +171,16 @@ class FakeSandbox : public CodeInterpreterSandbox {
     put_file(std::string(path), std::string(data));
   }
 
-  std::string do_read_file(std::string_view path) override {
+  std::string do_read_file(std::string_view path, std::optional<std::uint64_t> max_bytes) override {
     auto bytes = fetch(path);
     if (!bytes) {
       throw SandboxExecutionError("no such file: " + std::string(path), Stage::kDownload, ErrorKind::kNotFound);
+    }
+    const auto cap = max_bytes.value_or(kDefaultMaxDownloadBytes);
+    if (bytes->size() > cap) {
+      throw SandboxExecutionError("read_file '" + std::string(path) + "': the file is over the cap of " +
+                                      std::to_string(cap) + " bytes (max_bytes)",
+                                  Stage::kDownload, ErrorKind::kQuotaExceeded);
     }
     return std::move(*bytes);
   }
@@ -223,15 +234,21 @@ class FakeSandbox : public CodeInterpreterSandbox {
     made_dirs_.emplace_back(path);
   }
 
-  bool do_download_file_to(std::string_view path, const std::filesystem::path& destination, Timeout) override {
+  bool do_download_file_to(std::string_view path, const std::filesystem::path& destination, Timeout,
+                           std::optional<std::uint64_t> max_bytes) override {
     auto bytes = fetch(path);
-    if (!bytes) return false;
+    if (!bytes || bytes->size() > max_bytes.value_or(kDefaultMaxDownloadBytes)) return false;
     std::ofstream out(destination, std::ios::binary | std::ios::trunc);
     out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
     return static_cast<bool>(out);
   }
 
-  std::optional<std::string> do_download_file(std::string_view path, Timeout) override { return fetch(path); }
+  std::optional<std::string> do_download_file(std::string_view path, Timeout,
+                                              std::optional<std::uint64_t> max_bytes) override {
+    auto bytes = fetch(path);
+    if (bytes && bytes->size() > max_bytes.value_or(kDefaultMaxDownloadBytes)) return std::nullopt;
+    return bytes;
+  }
 
   void do_terminate(Timeout) override {
     std::lock_guard lock(mutex_);

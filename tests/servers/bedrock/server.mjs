@@ -590,7 +590,7 @@ async function runTool(s, name, plan) {
 // ------------------------------------------------------------------------------------------ faults
 
 const OPERATIONS = new Set(['start', 'get', 'list', 'stop', 'invoke']);
-const STREAM_ACTIONS = new Set(['exception_first', 'exception_after', 'error_frame', 'bad_crc', 'truncated', 'split', 'unknown_event']);
+const STREAM_ACTIONS = new Set(['exception_first', 'exception_after', 'error_frame', 'bad_crc', 'truncated', 'split', 'unknown_event', 'result']);
 const ACTIONS = new Set([...STREAM_ACTIONS, 'status', 'reset', 'stall', 'expire_session']);
 
 function validateFault(f) {
@@ -606,6 +606,8 @@ function validateFault(f) {
   if (f.action === 'bad_crc' && f.crc !== undefined && !['message', 'prelude'].includes(f.crc)) throw new Error('bad_crc.crc must be message|prelude');
   if (f.action === 'split' && f.mode !== undefined && !['bytes', 'random'].includes(f.mode)) throw new Error('split.mode must be bytes|random');
   if (f.action === 'error_frame' && f.after !== undefined && f.after !== 0 && f.after !== 1) throw new Error('error_frame.after must be 0 or 1');
+  if (f.action === 'result' && (!f.result || typeof f.result !== 'object' || Array.isArray(f.result))) throw new Error('result needs an object "result"');
+  if (f.action === 'result' && f.repeat !== undefined && !(isInt(f.repeat) && f.repeat >= 1)) throw new Error('result.repeat must be a positive integer');
   const count = f.count === undefined ? 1 : f.count;
   if (!isInt(count) || count === 0 || count < -1) throw new Error('count must be a positive integer or -1');
   return { ...f, count, remaining: count };
@@ -938,6 +940,20 @@ async function opInvoke(req, res, entry, interpreter, input, fault) {
     res.end(action === 'exception_first'
       ? exceptionFrame(fault.exception_type ?? 'throttlingException', fault.payload ?? { message: fault.message ?? 'Rate exceeded' })
       : errorFrame(fault.error_code ?? 'InternalFailure', fault.error_message ?? 'An internal error occurred'));
+    return;
+  }
+
+  // A scripted answer in place of the tool's own (hostile listings, oversize or repeated file content).
+  if (action === 'result') {
+    entry.status = 200;
+    res.writeHead(200, head);
+    const frame = resultFrame(fault.result);
+    const repeat = fault.repeat ?? 1;
+    res.on('error', () => {});
+    for (let i = 0; i < repeat && !res.destroyed; i++) {
+      if (!res.write(frame)) await new Promise((r) => { res.once('drain', r); res.once('close', r); });
+    }
+    if (!res.destroyed) res.end();
     return;
   }
 

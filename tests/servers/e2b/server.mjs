@@ -179,7 +179,7 @@ function logRequest(req, surface, sandboxId) {
 // ------------------------------------------------------------------------------------------ faults
 
 const FAULT_ACTIONS = new Set(['refuse', 'reset_after_headers', 'cut_mid_line', 'stall', 'status', 'gone',
-  'malformed_line', 'close_after_request', 'no_end_of_execution', 'kill_during']);
+  'malformed_line', 'close_after_request', 'no_end_of_execution', 'kill_during', 'content_length']);
 
 function validateFault(f) {
   if (!f || typeof f !== 'object') throw new Error('a fault must be an object');
@@ -189,6 +189,9 @@ function validateFault(f) {
   }
   if (f.action === 'status' && !(Number.isInteger(f.status) && f.status >= 100 && f.status <= 599)) {
     throw new Error('status fault needs an integer "status" 100..599');
+  }
+  if (f.action === 'content_length' && f.value !== undefined && !(Number.isInteger(f.value) && f.value >= 0)) {
+    throw new Error('content_length fault needs a non-negative integer "value" or none');
   }
   const count = f.count === undefined ? 1 : f.count;
   if (!Number.isInteger(count) || count === 0 || count < -1) throw new Error('count must be a positive integer or -1');
@@ -274,6 +277,23 @@ class Out {
         if (this.sandbox) killSandbox(this.sandbox, 'kill_during directive');
         this.destroy();
         return;
+      case 'content_length': {
+        // The body whole on the raw socket, framed by the directive's Content-Length (a lie, or none at all:
+        // then the body ends where the connection does), and the connection closed after it.
+        this.dead = true;
+        this.faultKilled = true;
+        const sock = this.req.socket;
+        let head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status] || 'Status'}\r\n`;
+        for (const [k, v] of Object.entries(headers)) {
+          if (!/^(content-length|transfer-encoding|connection)$/i.test(k)) head += `${k}: ${v}\r\n`;
+        }
+        if (this.fault.value !== undefined) head += `Content-Length: ${this.fault.value}\r\n`;
+        head += 'Connection: close\r\n\r\n';
+        sock.on('error', () => {}); // the client may leave once it has what it wants
+        sock.write(head);
+        sock.end(buf);
+        return;
+      }
       default:
         sendRaw(this.res, status, headers, buf);
     }
