@@ -149,6 +149,8 @@ std::vector<sock_filter> runtime_seccomp_program() {
   }
   for (const char* name : {
            "fork", "vfork",
+           // a program from memory: Landlock's execute right is about paths, and a memfd has none
+           "execveat", "memfd_create", "memfd_secret",
            // other processes' memory and descriptors
            "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd", "kcmp",
            // the kernel's keyrings

@@ -13,14 +13,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <random>
 #include <stdexcept>
 #include <system_error>
-#include <thread>
 #include <variant>
 #include <cstring>
 
@@ -33,6 +31,7 @@
 #include "pyodide/child_process.hpp"
 #include "pyodide/confinement.hpp"
 #include "pyodide/frame.hpp"
+#include "pyodide/memory_watchdog.hpp"
 #include "pyodide/runtime.hpp"
 #include "pyodide/test_switch.hpp"
 
@@ -266,62 +265,20 @@ struct RuntimeDir {
   fs::path path;
 };
 
-// The resident anonymous and shared memory of a process, in bytes (/proc/<pid>/status RssAnon + RssShmem); nullopt
-// once the process is gone. File-backed pages (the Deno binary, the runtime's files) are not counted: the kernel
-// can drop them.
-std::optional<std::uint64_t> resident_memory(pid_t pid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  char buf[4096];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return std::nullopt;
-  buf[n] = '\0';
-  std::uint64_t total = 0;
-  for (const char* key : {"RssAnon:", "RssShmem:"}) {
-    if (const char* at = std::strstr(buf, key)) total += std::strtoull(at + std::strlen(key), nullptr, 10) << 10;
-  }
-  return total;
-}
-
-// One runtime process and the decoder of its output. A watchdog thread kills the process when its resident memory
-// passes the cap (RLIMIT_DATA bounds private writable mappings; this catches what it does not count).
+// One runtime process and the decoder of its output. A watchdog kills the process when its resident memory passes
+// the cap (RLIMIT_DATA bounds private writable mappings; the watchdog catches what that does not count).
 struct Host {
   Host(const detail::Runtime& rt, const std::vector<std::string>& args, std::unique_ptr<RuntimeDir> private_dir,
        const std::vector<std::string>& env, const detail::Confinement* confinement, std::size_t max_frame,
        std::uint64_t memory_limit)
-      : dir(std::move(private_dir)), child(rt.deno, args, env, confinement), decoder(max_frame) {
+      : dir(std::move(private_dir)),
+        child(rt.deno, args, env, confinement),
+        decoder(max_frame),
+        watchdog(child.pid(), memory_limit, kMemoryCheckInterval, [this] { child.kill(); }) {
     const int flags = ::fcntl(child.stdin_fd(), F_GETFL);
     ::fcntl(child.stdin_fd(), F_SETFL, flags | O_NONBLOCK);
-    watchdog = std::thread([this, memory_limit] { watch_memory(memory_limit); });
   }
-  ~Host() {
-    {
-      std::lock_guard lock(watch_mu);
-      stopping = true;
-    }
-    watch_cv.notify_all();
-    watchdog.join();
-    child.kill();
-    child.wait();  // the process has ended before its directory is removed (dir is destroyed last)
-  }
-  Host(const Host&) = delete;
-  Host& operator=(const Host&) = delete;
-
-  void watch_memory(std::uint64_t limit) {
-    std::unique_lock lock(watch_mu);
-    while (!watch_cv.wait_for(lock, kMemoryCheckInterval, [&] { return stopping; })) {
-      const auto used = resident_memory(child.pid());
-      if (!used) return;
-      if (*used > limit) {
-        over_memory = true;
-        child.kill();
-        return;
-      }
-    }
-  }
+  // Members end in reverse order: the watchdog stops, the process is killed and reaped, then its directory goes.
 
   std::unique_ptr<RuntimeDir> dir;
   ChildProcess child;
@@ -329,39 +286,13 @@ struct Host {
   std::string token = random_token();  // every frame from this process must carry it (host.mjs send)
   bool ready = false;
   bool eof = false;
-  std::atomic<bool> over_memory{false};  // the watchdog killed the process for passing the memory cap
-
- private:
-  std::mutex watch_mu;
-  std::condition_variable watch_cv;
-  bool stopping = false;
-  std::thread watchdog;
+  detail::MemoryWatchdog watchdog;
 };
-
-// Lowers a ready runtime's RLIMIT_DATA to its mapped private writable memory (VmData) plus what the cap leaves
-// beyond its resident memory (RssAnon): reservations V8 made but never touched are not charged against the cap,
-// and an allocation past the cap fails (a wasm memory.grow: MemoryError in Python; an ArrayBuffer: RangeError).
-void tighten_data_limit(pid_t pid, std::uint64_t cap) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
-  std::ifstream in(path);
-  std::uint64_t data = 0, anon = 0;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmData:", 0) == 0) data = std::strtoull(line.c_str() + 7, nullptr, 10) << 10;
-    if (line.rfind("RssAnon:", 0) == 0) anon = std::strtoull(line.c_str() + 8, nullptr, 10) << 10;
-  }
-  if (data == 0) return;  // gone: the caller sees its end
-  const std::uint64_t limit = data + (cap > anon ? cap - anon : 0);
-  const rlimit value{static_cast<rlim_t>(limit), static_cast<rlim_t>(limit)};
-  if (::prlimit(pid, RLIMIT_DATA, &value, nullptr) != 0) {
-    logger()->warn("cannot lower the Pyodide runtime's data limit: {}", std::strerror(errno));
-  }
-}
 
 // Whether a runtime's death was the memory cap: the watchdog killed it, or an allocation past RLIMIT_DATA was
 // fatal to V8 or to Deno's Rust allocator (their messages on stderr).
 bool died_of_memory(Host& h) {
-  if (h.over_memory) return true;
+  if (h.watchdog.exceeded()) return true;
   const auto tail = h.child.stderr_tail();
   for (const char* sign : {"out of memory", "Out of memory", "memory allocation of", "allocation failed",
                            "Allocation failed"}) {
@@ -599,7 +530,9 @@ struct PyodideSandbox::Impl {
                                                 std::to_string(detail::kHostProtocolVersion) + " and Pyodide " +
                                                 detail::kPyodideVersion};
             }
-            tighten_data_limit(h->child.pid(), options.memory_limit_bytes);
+            if (!detail::tighten_data_limit(h->child.pid(), options.memory_limit_bytes)) {
+              logger()->warn("sandbox {}: cannot lower the runtime's data limit: {}", id, std::strerror(errno));
+            }
             h->ready = true;
             break;
           }
