@@ -327,7 +327,7 @@ struct PyodideSandbox::Impl {
   std::vector<std::string> wheels;  // absolute wheel paths, in the order of additional_packages
   std::vector<std::string> deno_args;
   fs::path temp_base;  // where each runtime's RuntimeDir is made
-  detail::ConfinementSpec confinement_spec;  // without the private directory, added per runtime
+  detail::ConfinementSpec confinement_spec;  // the same for every runtime of the sandbox
   detail::TestConfinement test_mode = detail::TestConfinement::kFull;
   mutable std::mutex report_mu;
   ConfinementReport report;  // of the last runtime started
@@ -1127,8 +1127,8 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   }
 
   // The kernel's confinement: Landlock read access to exactly the runtime's files and the wheels installed, not
-  // the wheel directory (Deno's --allow-read keeps naming the directory: it cannot list single files it has not
-  // seen). The private directory of each runtime is added by spawn().
+  // the wheel directory (Deno's --allow-read keeps naming the directory). No right at all on the private directory
+  // (see RuntimeDir).
   auto& spec = impl->confinement_spec;
   spec.readable = impl->runtime.readable;
   for (const auto& w : impl->wheels) spec.readable.emplace_back(w);
