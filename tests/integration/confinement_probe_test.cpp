@@ -148,7 +148,7 @@ TEST_CASE("a confined process executes nothing but what it is given", "[confinem
   CHECK(confined(spec, [] { return errno_of(::syscall(SYS_execveat, 0, "", nullptr, nullptr, 0x1000)); }) == EPERM);
 }
 
-TEST_CASE("a confined process opens no socket of any family; socketpair(AF_UNIX) stays", "[confinement]") {
+TEST_CASE("a confined process opens no socket of any family, and socketpair(AF_UNIX) stays", "[confinement]") {
   Scratch s;
   const auto spec = spec_for(s);
   for (const int family : {AF_INET, AF_INET6, AF_UNIX, AF_NETLINK, AF_PACKET}) {

@@ -2,9 +2,11 @@
 // about the Deno process, the memory cap, and the private directory that is new for every runtime.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+
 #include <cstdlib>
 #include <fstream>
-#include <regex>
+#include <sstream>
 
 #include "pyodide_test_support.hpp"
 
@@ -168,7 +170,41 @@ TEST_CASE("JavaScript buffers past the memory cap fail to allocate and the runti
   CHECK(text_of(sb->execute_code("len(bufs) > 0")) == "True");
 }
 
-TEST_CASE("every runtime gets a new private directory, removed when it ends; nothing is written to it",
+TEST_CASE("an idle sandbox, its runtime and its memory watchdog use under 1% of a core over 3 s", "[confinement]") {
+  auto sb = make_sandbox();
+  REQUIRE(text_of(sb->execute_code("1 + 1")) == "2");
+  const auto kids = test_support::deno_children();
+  REQUIRE(kids.size() == 1);
+  // utime + stime of the runtime (clock ticks, /proc/<pid>/stat fields 14 and 15) and of this process.
+  const auto child_ticks = [&] {
+    std::ifstream in("/proc/" + std::to_string(kids[0]) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string field;
+    unsigned long long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14) utime = std::stoull(field);
+      if (i == 15) stime = std::stoull(field);
+    }
+    return utime + stime;
+  };
+  const auto self_us = [] {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000ll + u.ru_utime.tv_usec + u.ru_stime.tv_usec;
+  };
+  std::this_thread::sleep_for(500ms);  // let the call's own work settle
+  const auto c0 = child_ticks();
+  const auto s0 = self_us();
+  std::this_thread::sleep_for(3s);
+  const double child_s = static_cast<double>(child_ticks() - c0) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  const double self_s = static_cast<double>(self_us() - s0) / 1e6;
+  INFO("runtime " << child_s << " s, host " << self_s << " s of CPU in 3 s");
+  CHECK(child_s + self_s < 0.03);
+}
+
+TEST_CASE("every runtime gets a new private directory, removed when it ends, and nothing is written to it",
           "[confinement]") {
   fs::path first;
   {
@@ -238,7 +274,7 @@ TEST_CASE("require_kernel_confinement turns a missing layer into a SandboxStartE
   CHECK(test_support::no_deno_children());
 }
 
-TEST_CASE("the realm-only test mode reports Landlock ABI 2, no seccomp; kernel-only reports no realm",
+TEST_CASE("the realm-only test mode reports Landlock ABI 2 and no seccomp, kernel-only no realm",
           "[confinement]") {
   ::setenv("CODE_INTERPRETER_TEST_CONFINEMENT", "realm-only", 1);
   {
