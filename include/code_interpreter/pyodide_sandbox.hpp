@@ -16,6 +16,20 @@
 
 namespace code_interpreter {
 
+/// Which confinement layers hold a runtime (docs/security.md, docs/backends/pyodide.md "Process limits").
+/// Layer 1 is the Deno host script's realm; Layer 2 is the kernel's (Landlock, seccomp, no_new_privs), applied to
+/// the Deno process before it starts.
+struct ConfinementReport {
+  bool realm = false;             ///< Layer 1: no host object, Deno API or persistent storage reachable from Python
+  int landlock_abi = 0;           ///< the Landlock ABI in force; 0: none (kernel without Landlock)
+  bool landlock_network = false;  ///< Landlock TCP bind/connect rules in force (ABI >= 4)
+  bool landlock_scoped = false;   ///< Landlock signal and abstract-socket scoping in force (ABI >= 6)
+  bool seccomp = false;           ///< the seccomp filter is installed
+  bool no_new_privs = false;      ///< PR_SET_NO_NEW_PRIVS is set (always, where the child could be started)
+
+  friend bool operator==(const ConfinementReport&, const ConfinementReport&) = default;
+};
+
 /// Options of `PyodideSandbox::create`.
 struct PyodideOptions {
   /// Only Language::kPython is supported; anything else is a SandboxStartError (stage configure, kUnsupported).
@@ -44,18 +58,28 @@ struct PyodideOptions {
   /// Default cap of read_file / download_file / download_file_to (their `max_bytes`), in bytes, counted on the
   /// bytes received. Default 512 MiB; 0 is refused (SandboxStartError, stage configure).
   std::uint64_t max_download_bytes = std::uint64_t{512} << 20;
+  /// Cap on all memory the runtime process holds (wasm heap, in-memory files, JS buffers), in bytes. Default 2 GiB.
+  /// Enforced as the process's RLIMIT_DATA (private writable memory: an allocation past it fails, Python raises
+  /// MemoryError and the state is kept) and by a watchdog that kills a runtime whose resident memory passes it
+  /// (the call then returns kError, exit_code 1, code_error MemoryError naming the cap, state_lost true). At least
+  /// 256 MiB (Pyodide needs about 150 MiB to start), else create throws (stage configure).
+  std::size_t memory_limit_bytes = std::size_t{2} << 30;
+  /// true: a kernel without Landlock or seccomp is a SandboxStartError (stage start_runtime, kUnsupported)
+  /// instead of one warning.
+  bool require_kernel_confinement = false;
   /// Cancels creation.
   std::stop_token cancel;
 };
 
 /// A Python sandbox in a local Deno + Pyodide process.
 ///
-/// The process may read only the runtime (and wheel) directories: no network, no environment, no writes, no
-/// subprocesses. State (variables, imported modules, the in-memory filesystem) persists across calls of one
-/// sandbox and is never shared between sandboxes. A timeout first interrupts the code (KeyboardInterrupt in running
-/// code, CancelledError at an await; state kept), then kills and respawns the process after `interrupt_grace`
-/// (state lost; `state_lost` is set). Code inside time.sleep cannot be interrupted and is always killed.
-/// Calls on one sandbox are serialized. Capabilities: stateful, file download and filesystem, packages (from
+/// The process may read only the runtime files and the wheels it installs: no network, no environment, no writes
+/// outside a private directory that is new for every runtime process, no subprocesses. Deno's permissions and the
+/// kernel (Landlock, seccomp, no_new_privs, rlimits; see confinement()) each enforce this. State (variables,
+/// imported modules, the in-memory filesystem) persists across calls of one sandbox and is never shared between
+/// sandboxes. A timeout first interrupts the code (KeyboardInterrupt in running code, CancelledError at an await;
+/// state kept), then kills and respawns the process after `interrupt_grace` (state lost; `state_lost` is set).
+/// Code inside time.sleep cannot be interrupted and is always killed. Calls on one sandbox are serialized. Capabilities: stateful, file download and filesystem, packages (from
 /// wheels), interrupt; no shell commands, no network; upload_dir "/files".
 class CODE_INTERPRETER_EXPORT PyodideSandbox final : public CodeInterpreterSandbox {
  public:
@@ -72,6 +96,8 @@ class CODE_INTERPRETER_EXPORT PyodideSandbox final : public CodeInterpreterSandb
 
   [[nodiscard]] std::optional<std::string> sandbox_id() const override;
   [[nodiscard]] Capabilities capabilities() const override;
+  /// The layers that hold the current runtime process (after a respawn, the new one's). Thread-safe.
+  [[nodiscard]] ConfinementReport confinement() const;
 
   struct Impl;
 

@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "code_interpreter/logging.hpp"
+#include "pyodide/confinement.hpp"
 
 namespace code_interpreter::detail {
 
@@ -71,6 +72,18 @@ class Spawner {
   pid_t results_[kSlots] = {};
 };
 
+// After fork: tells the parent (through the stderr pipe, seen in death_description) which confinement step failed.
+// Only write(2), no formatting library.
+[[noreturn]] void confinement_failed(int step, int error) noexcept {
+  char msg[] = "code_interpreter: kernel confinement step 0 failed with errno 000\n";
+  char* step_digit = msg + sizeof("code_interpreter: kernel confinement step ") - 1;
+  *step_digit = static_cast<char>('0' + step % 10);
+  char* e = msg + sizeof msg - 2;  // the newline
+  for (int i = 0; i < 3; ++i, error /= 10) *--e = static_cast<char>('0' + error % 10);
+  [[maybe_unused]] const auto n = ::write(2, msg, sizeof msg - 1);
+  ::_exit(126);
+}
+
 void close_fd(int& fd) noexcept {
   if (fd >= 0) {
     ::close(fd);
@@ -81,7 +94,7 @@ void close_fd(int& fd) noexcept {
 }  // namespace
 
 ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::vector<std::string>& args,
-                           const std::vector<std::string>& env) {
+                           const std::vector<std::string>& env, const Confinement* confinement) {
   int in[2], out[2], err[2];
   if (::pipe2(in, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
   if (::pipe2(out, O_CLOEXEC) != 0) {
@@ -121,6 +134,12 @@ ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::v
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
+    // Confinement needs its Landlock ruleset descriptor, so it comes before the descriptors are closed; the
+    // seccomp filter allows close_range and execve.
+    if (confinement != nullptr) {
+      int step = 0;
+      if (const int e = confinement->apply_in_child(&step); e != 0) confinement_failed(step, e);
+    }
     ::syscall(SYS_close_range, 3u, ~0u, 0u);  // nothing else of the host's leaks into the runtime
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);  // seen by the parent as end of output before the ready frame

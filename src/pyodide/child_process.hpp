@@ -13,15 +13,20 @@
 
 namespace code_interpreter::detail {
 
+class Confinement;
+
 /// Runs `executable` with `args` and exactly `env` (nothing of the host's environment), stdin and stdout piped,
 /// stderr drained by a thread into the debug log (its last 4 KiB kept for error messages), every other descriptor
 /// closed. The child gets PR_SET_PDEATHSIG(SIGKILL): processes are forked from one long-lived thread, so the
 /// signal fires when the host process dies, not when the thread that asked for the child ends.
+/// With a `confinement`, the child applies it (confinement.hpp) just before execve; if that fails, the child
+/// writes which step failed to its stderr and exits with status 126 before running anything.
 class ChildProcess {
  public:
+  /// @param confinement  prepared in the caller, kept alive by it until the constructor returns; may be null.
   /// @throws std::system_error if the process cannot be started.
   ChildProcess(const std::filesystem::path& executable, const std::vector<std::string>& args,
-               const std::vector<std::string>& env);
+               const std::vector<std::string>& env, const Confinement* confinement = nullptr);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

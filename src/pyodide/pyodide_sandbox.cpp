@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <fcntl.h>
 
@@ -29,8 +30,11 @@
 #include "core/output.hpp"
 #include "core/utf8.hpp"
 #include "pyodide/child_process.hpp"
+#include "pyodide/confinement.hpp"
 #include "pyodide/frame.hpp"
+#include "pyodide/memory_watchdog.hpp"
 #include "pyodide/runtime.hpp"
+#include "pyodide/test_switch.hpp"
 
 namespace code_interpreter {
 
@@ -53,6 +57,12 @@ constexpr auto kSpin = std::chrono::microseconds(1000);
 constexpr auto kInterruptRepeat = std::chrono::milliseconds(50);
 constexpr std::size_t kMinFrameBytes = kFileChunk + (1u << 20);
 constexpr std::size_t kMaxEnvBytes = 512u << 10;
+constexpr std::size_t kMinMemoryLimit = std::size_t{256} << 20;
+constexpr auto kMemoryCheckInterval = std::chrono::milliseconds(100);
+// RLIMIT_DATA while the runtime starts, above the cap: V8 reserves about 1.2 GiB of writable address space it does
+// not touch (code range, thread stacks, allocator arenas), and fails to start below that. Once it is ready the
+// limit is lowered to what it has mapped plus what the cap leaves (tighten_data_limit).
+constexpr std::uint64_t kStartupDataHeadroom = std::uint64_t{2} << 30;
 
 std::optional<Clock::time_point> deadline_from(Timeout timeout, std::chrono::milliseconds fallback) {
   const auto budget = timeout.value_or(fallback);
@@ -177,6 +187,33 @@ using detail::throw_nested;
 
 constexpr std::string_view kDenoDirPrefix = "code_interpreter-deno-";
 
+// What the Deno process reads besides the runtime and the wheels, found by running it under Landlock: the dynamic
+// loader's cache, the C libraries Deno links (its DT_NEEDED entries; the pinned Deno loads nothing else), and
+// /dev/urandom (V8 seeds itself from it). Each library is looked up in the usual multiarch and lib64 folders;
+// the ones that do not exist on this system are skipped by Landlock's rule builder.
+std::vector<fs::path> system_readable() {
+  std::vector<fs::path> files = {"/etc/ld.so.cache", "/dev/urandom"};
+#if defined(__aarch64__)
+  const char* const dirs[] = {"/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64"};
+#else
+  const char* const dirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64"};
+#endif
+  for (const char* dir : dirs) {
+    for (const char* lib : {"libdl.so.2", "libgcc_s.so.1", "librt.so.1", "libpthread.so.0", "libm.so.6", "libc.so.6"}) {
+      files.push_back(fs::path(dir) / lib);
+    }
+  }
+  return files;
+}
+// The ELF interpreter, executed by the kernel on execve of Deno.
+std::vector<fs::path> system_executable() {
+#if defined(__aarch64__)
+  return {"/lib/ld-linux-aarch64.so.1"};
+#else
+  return {"/lib64/ld-linux-x86-64.so.2"};
+#endif
+}
+
 // Removes the private DENO_DIRs of host programs that died without tearing their sandboxes down (a crash, kill -9):
 // each directory names its owner's pid in a file "owner"; one whose owner is gone (and that belongs to this user)
 // is removed. A directory whose pid was reused stays until that process ends too.
@@ -197,20 +234,74 @@ void sweep_stale_deno_dirs(const fs::path& base) {
   }
 }
 
-// One runtime process and the decoder of its output.
+// The private directory of one runtime process: `<tmp>/code_interpreter-deno-XXXXXX` holding the file "owner"
+// (this process's pid, for sweep_stale_deno_dirs) and "deno", the process's DENO_DIR. Landlock gives the process no
+// right on it at all: Deno runs without its caches (they would be empty in a new directory anyway), and whatever
+// Web storage or the Cache API try to write there fails, so a runtime writes nothing to disk. New for every
+// process, respawns included, so nothing a runtime could have stored reaches the next one; removed when the
+// process has ended.
+struct RuntimeDir {
+  explicit RuntimeDir(const fs::path& base) {
+    std::string pattern = (base / (std::string(kDenoDirPrefix) + "XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw std::system_error(errno, std::generic_category(), "mkdtemp under '" + base.string() + "'");
+    }
+    path = pattern;
+    std::ofstream(path / "owner") << ::getpid() << "\n";
+    std::error_code ec;
+    fs::create_directory(deno_dir(), ec);
+    if (ec) {
+      fs::remove_all(path, ec);
+      throw std::system_error(ec, "mkdir '" + deno_dir().string() + "'");
+    }
+  }
+  ~RuntimeDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    if (ec) logger()->warn("could not remove the runtime directory '{}': {}", path.string(), ec.message());
+  }
+  RuntimeDir(const RuntimeDir&) = delete;
+  RuntimeDir& operator=(const RuntimeDir&) = delete;
+  [[nodiscard]] fs::path deno_dir() const { return path / "deno"; }
+  fs::path path;
+};
+
+// One runtime process and the decoder of its output. A watchdog kills the process when its resident memory passes
+// the cap (RLIMIT_DATA bounds private writable mappings; the watchdog catches what that does not count).
 struct Host {
-  Host(const detail::Runtime& rt, const std::vector<std::string>& args, const std::vector<std::string>& env,
-       std::size_t max_frame)
-      : child(rt.deno, args, env), decoder(max_frame) {
+  Host(const detail::Runtime& rt, const std::vector<std::string>& args, std::unique_ptr<RuntimeDir> private_dir,
+       const std::vector<std::string>& env, const detail::Confinement* confinement, std::size_t max_frame,
+       std::uint64_t memory_limit)
+      : dir(std::move(private_dir)),
+        child(rt.deno, args, env, confinement),
+        decoder(max_frame),
+        watchdog(child.pid(), memory_limit, kMemoryCheckInterval, [this] { child.kill(); }) {
     const int flags = ::fcntl(child.stdin_fd(), F_GETFL);
     ::fcntl(child.stdin_fd(), F_SETFL, flags | O_NONBLOCK);
   }
+  // Members end in reverse order: the watchdog stops, the process is killed and reaped, then its directory goes.
+
+  std::unique_ptr<RuntimeDir> dir;
   ChildProcess child;
   FrameDecoder decoder;
   std::string token = random_token();  // every frame from this process must carry it (host.mjs send)
   bool ready = false;
   bool eof = false;
+  detail::MemoryWatchdog watchdog;
 };
+
+// Whether a runtime's death was the memory cap: the watchdog killed it, or an allocation past RLIMIT_DATA was
+// fatal to V8 or to Deno's Rust allocator (their messages on stderr).
+bool died_of_memory(Host& h) {
+  if (h.watchdog.exceeded()) return true;
+  const auto tail = h.child.stderr_tail();
+  for (const char* sign : {"out of memory", "Out of memory", "memory allocation of", "allocation failed",
+                           "Allocation failed"}) {
+    if (tail.find(sign) != std::string::npos) return true;
+  }
+  return false;
+}
+
 
 // Fields of a frame header. The header comes from the runtime and is hostile: a missing field or one of the wrong
 // type reads as the fallback, never as an exception.
@@ -236,7 +327,11 @@ struct PyodideSandbox::Impl {
   detail::Runtime runtime;
   std::vector<std::string> wheels;  // absolute wheel paths, in the order of additional_packages
   std::vector<std::string> deno_args;
-  fs::path deno_dir;
+  fs::path temp_base;  // where each runtime's RuntimeDir is made
+  detail::ConfinementSpec confinement_spec;  // the same for every runtime of the sandbox
+  detail::TestConfinement test_mode = detail::TestConfinement::kFull;
+  mutable std::mutex report_mu;
+  ConfinementReport report;  // of the last runtime started
   std::string id = random_id();
 
   std::mutex call_mu;   // serializes calls
@@ -270,15 +365,32 @@ struct PyodideSandbox::Impl {
 
   // ---- process management ----
 
-  std::vector<std::string> child_env() const {
-    return {"DENO_DIR=" + deno_dir.string(), "NO_COLOR=1", "DENO_NO_UPDATE_CHECK=1", "DENO_NO_PROMPT=1"};
+  static std::vector<std::string> child_env(const RuntimeDir& dir) {
+    return {"DENO_DIR=" + dir.deno_dir().string(), "NO_COLOR=1", "DENO_NO_UPDATE_CHECK=1", "DENO_NO_PROMPT=1"};
   }
 
-  // Starts a runtime process and queues its init frame; readiness is awaited by await_ready().
+  // Starts a runtime process, with a new private directory and the kernel's confinement, and queues its init
+  // frame; readiness is awaited by await_ready().
   void spawn() {
-    auto h = std::make_shared<Host>(runtime, deno_args, child_env(), options.max_frame_bytes);
-    json init = {{"t", "init"}, {"token", h->token}, {"wheels", wheels}, {"packages", options.additional_packages}};
+    auto dir = std::make_unique<RuntimeDir>(temp_base);
+    const detail::Confinement confinement(confinement_spec);
+    const bool realm = test_mode != detail::TestConfinement::kKernelOnly;
+    const auto env = child_env(*dir);
+    auto h = std::make_shared<Host>(runtime, deno_args, std::move(dir), env, &confinement, options.max_frame_bytes,
+                                    options.memory_limit_bytes);
+    json init = {{"t", "init"},
+                 {"token", h->token},
+                 {"wheels", wheels},
+                 {"packages", options.additional_packages},
+                 {"memory_limit", options.memory_limit_bytes},
+                 {"realm", realm}};
     write_all(h->child.stdin_fd(), detail::encode_frame(init));
+    const auto& layers = confinement.layers();
+    {
+      std::lock_guard lock(report_mu);
+      report = ConfinementReport{realm, layers.landlock_abi, layers.landlock_network, layers.landlock_scoped,
+                                 layers.seccomp, layers.no_new_privs};
+    }
     std::lock_guard lock(state_mu);
     host = std::move(h);
   }
@@ -418,6 +530,9 @@ struct PyodideSandbox::Impl {
                                                 " and Pyodide " + version + "; this library needs protocol " +
                                                 std::to_string(detail::kHostProtocolVersion) + " and Pyodide " +
                                                 detail::kPyodideVersion};
+            }
+            if (!detail::tighten_data_limit(h->child.pid(), options.memory_limit_bytes)) {
+              logger()->warn("sandbox {}: cannot lower the runtime's data limit: {}", id, std::strerror(errno));
             }
             h->ready = true;
             break;
@@ -913,10 +1028,26 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
       r.state_lost = true;
       return r;
     }
+    const bool memory = died_of_memory(*h);
     respawn();
     finish_streams();
     if (reason == Reason::kCancel || reason == Reason::kCallback) {
       stopped(true);
+      return r;
+    }
+    if (memory) {
+      // The cap could not be met inside Python (a buffer outside the wasm heap, a fatal allocation in V8): the
+      // runtime is gone, and the call reports it as the program's MemoryError (docs/errors.md).
+      r.status = ExecutionStatus::kError;
+      r.exit_code = 1;
+      r.state_lost = true;
+      r.results.clear();
+      r.code_error = CodeError{"MemoryError",
+                               "the runtime exceeded its memory limit of " +
+                                   std::to_string(options.memory_limit_bytes >> 20) + " MiB",
+                               ""};
+      r.error = "MemoryError: " + r.code_error->value + "; a fresh runtime was started and the state is lost";
+      logger()->debug("sandbox {}: {}", id, message);
       return r;
     }
     r.status = ExecutionStatus::kTimeout;
@@ -953,6 +1084,11 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   }
   if (options.max_output_bytes == 0) {
     throw SandboxStartError("max_output_bytes must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  if (options.memory_limit_bytes < kMinMemoryLimit) {
+    throw SandboxStartError("memory_limit_bytes must be at least " + std::to_string(kMinMemoryLimit >> 20) +
+                                " MiB (Pyodide needs about 150 MiB to start)",
+                            Stage::kConfigure, ErrorKind::kInvalidArgument);
   }
   auto impl = std::make_unique<Impl>();
   impl->runtime = detail::check_runtime(options.runtime_dir.value_or(detail::default_runtime_dir()));
@@ -1005,6 +1141,38 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
     readable.push_back(dir);
   }
 
+  // The kernel's confinement: Landlock read access to exactly the runtime's files and the wheels installed, not
+  // the wheel directory (Deno's --allow-read keeps naming the directory). No right at all on the private directory
+  // (see RuntimeDir).
+  auto& spec = impl->confinement_spec;
+  spec.readable = impl->runtime.readable;
+  for (const auto& w : impl->wheels) spec.readable.emplace_back(w);
+  for (auto& p : system_readable()) spec.readable.push_back(std::move(p));
+  spec.executable = system_executable();
+  spec.executable.push_back(impl->runtime.deno);
+  spec.data_limit_bytes = options.memory_limit_bytes + kStartupDataHeadroom;
+  impl->test_mode = detail::test_confinement();
+  if (impl->test_mode == detail::TestConfinement::kRealmOnly) {
+    spec.max_landlock_abi = 2;  // Debian 12's stock kernel: no TCP rules, no scoping
+    spec.seccomp = false;
+  }
+  {
+    const detail::KernelLayers probe = detail::Confinement(spec).layers();
+    std::string missing;
+    if (probe.landlock_abi == 0) missing = "Landlock";
+    if (!probe.seccomp) missing += missing.empty() ? "seccomp" : " and seccomp";
+    if (!missing.empty()) {
+      if (options.require_kernel_confinement) {
+        throw SandboxStartError("the kernel does not provide " + missing +
+                                    ", which require_kernel_confinement asks for (docs/backends/pyodide.md)",
+                                Stage::kStartRuntime, ErrorKind::kUnsupported);
+      }
+      logger()->warn("sandbox {}: the kernel does not provide {}; the Pyodide runtime runs with Deno's permissions "
+                     "{}(see PyodideSandbox::confinement())",
+                     impl->id, missing, probe.landlock_abi > 0 || probe.seccomp ? "and the other kernel layer " : "");
+    }
+  }
+
   std::error_code tmp_ec;
   const fs::path base = fs::temp_directory_path(tmp_ec);
   if (tmp_ec) {
@@ -1013,15 +1181,7 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
                  fs::filesystem_error("temp_directory_path", tmp_ec));
   }
   sweep_stale_deno_dirs(base);
-  std::string pattern = (base / (std::string(kDenoDirPrefix) + "XXXXXX")).string();
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    const int e = errno;
-    throw_nested(SandboxStartError("cannot create a private DENO_DIR under '" + base.string() + "'",
-                                   Stage::kStartRuntime, ErrorKind::kInternal),
-                 std::system_error(e, std::generic_category(), "mkdtemp"));
-  }
-  impl->deno_dir = pattern;
-  std::ofstream(impl->deno_dir / "owner") << ::getpid() << "\n";
+  impl->temp_base = base;
 
   std::string allow = "--allow-read=";
   for (std::size_t i = 0; i < readable.size(); ++i) {
@@ -1035,17 +1195,11 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   impl->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (impl->wake_fd < 0) {
     const int e = errno;
-    std::error_code ec;
-    fs::remove_all(impl->deno_dir, ec);
     throw_nested(SandboxStartError("cannot create an eventfd", Stage::kStartRuntime, ErrorKind::kInternal),
                  std::system_error(e, std::generic_category(), "eventfd"));
   }
 
-  auto cleanup = [&impl] {
-    impl->kill_host();
-    std::error_code ec;
-    fs::remove_all(impl->deno_dir, ec);
-  };
+  auto cleanup = [&impl] { impl->kill_host(); };
   try {
     impl->spawn();
   } catch (const std::exception& e) {
@@ -1092,6 +1246,11 @@ PyodideSandbox::~PyodideSandbox() {
 }
 
 std::optional<std::string> PyodideSandbox::sandbox_id() const { return impl_->id; }
+
+ConfinementReport PyodideSandbox::confinement() const {
+  std::lock_guard lock(impl_->report_mu);
+  return impl_->report;
+}
 
 Capabilities PyodideSandbox::capabilities() const {
   Capabilities c;
@@ -1229,10 +1388,7 @@ void PyodideSandbox::do_terminate(Timeout) {
   if (auto h = impl_->current_host()) h->child.kill();  // ends a call in flight at once
   std::lock_guard call(impl_->call_mu);
   if (impl_->terminated) return;
-  impl_->kill_host();
-  std::error_code ec;
-  fs::remove_all(impl_->deno_dir, ec);
-  if (ec) logger()->warn("sandbox {}: could not remove '{}': {}", impl_->id, impl_->deno_dir.string(), ec.message());
+  impl_->kill_host();  // the runtime's private directory goes with it
   impl_->terminated = true;
 }
 
