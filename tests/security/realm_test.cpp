@@ -43,9 +43,11 @@ TEST_CASE("Python cannot learn the frame token through a setter on Object.protot
   auto sb = fresh();
   REQUIRE(run(*sb, kPrelude + R"PY(
 seen = []
+O = _pjs.constructor
 def setter(this, value):
     seen.append(value)
-O = _pjs.constructor
+    # Keep the frame intact (an own property, as the plain assignment would have made), so nothing looks amiss.
+    O.defineProperty(this, 'k', _js_obj({'value': value, 'enumerable': True, 'writable': True, 'configurable': True}))
 try:
     O.defineProperty(O.prototype, 'k', _js_obj({'set': _proxy(setter, capture_this=True), 'configurable': True}))
 except BaseException:

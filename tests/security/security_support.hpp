@@ -44,7 +44,10 @@ inline std::unique_ptr<ci::PyodideSandbox> fresh(ci::PyodideOptions options = {}
 /// Runs a program with a bounded budget, so a hostile program that hangs fails its test instead of the suite.
 inline ci::ExecutionResult run(ci::PyodideSandbox& sb, const std::string& code, ci::ExecuteOptions options = {}) {
   if (!options.timeout) options.timeout = std::chrono::seconds(30);
-  return sb.execute_code(code, options);
+  auto r = sb.execute_code(code, options);
+  // Shown with the next failing assertion: what the program printed is the first thing to read.
+  UNSCOPED_INFO("status " << ci::to_string(r.status) << ", stdout:\n" << r.stdout_text << "stderr:\n" << r.stderr_text);
+  return r;
 }
 
 /// The value of the last expression, or "" when there is none.
@@ -68,7 +71,8 @@ inline void require_alive(ci::PyodideSandbox& sb) {
 /// The Python prelude of the hostile programs. It gives them the building blocks an attacker has today:
 /// - find_global(): the host realm's global object, reached through a getter on Object.prototype that Deno's event
 ///   dispatch calls with the global object as `this` (an unhandled promise rejection dispatches an event on it);
-/// - attempt(route, fn): runs one try and prints exactly "blocked: <route>" when it raised or found nothing, or
+/// - attempt(route, fn): runs one try (an awaitable one for at most 5 s) and prints exactly "blocked: <route>" when it
+///   raised or found nothing (None, False, JavaScript null or undefined), or
 ///   "reached: <route>: <what it found>" when it got through. The tests compare these lines exactly;
 /// - to_js / create_proxy and a JS object builder.
 /// Every step that a defence may refuse (a frozen prototype, a missing Promise, no global) only makes the attack
@@ -124,12 +128,16 @@ def report(route, detail=None):
     else:
         print('reached: %s: %s' % (route, str(detail)[:80]))
 
-async def attempt(route, fn):
+def _nothing(r):
+    # None, False, and JavaScript's null and undefined: the try found nothing.
+    return r is None or r is False or type(r).__name__ in ('JsNull', 'JsUndefined') or str(r) in ('jsnull', 'undefined')
+
+async def attempt(route, fn, limit=5):
     try:
         r = fn()
         if hasattr(r, '__await__'):
-            r = await r
-        if r is None or r is False:
+            r = await _aio.wait_for(r, limit)
+        if _nothing(r):
             report(route)
         else:
             report(route, r)
