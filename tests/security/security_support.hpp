@@ -72,7 +72,7 @@ inline void require_alive(ci::PyodideSandbox& sb) {
 /// - find_global(): the host realm's global object, reached through a getter on Object.prototype that Deno's event
 ///   dispatch calls with the global object as `this` (an unhandled promise rejection dispatches an event on it);
 /// - attempt(route, fn): runs one try (an awaitable one for at most 5 s) and prints exactly "blocked: <route>" when it
-///   raised or found nothing (None, False, JavaScript null or undefined), or
+///   raised or found nothing (None, False, empty, JavaScript null or undefined), or
 ///   "reached: <route>: <what it found>" when it got through. The tests compare these lines exactly;
 /// - to_js / create_proxy and a JS object builder.
 /// Every step that a defence may refuse (a frozen prototype, a missing Promise, no global) only makes the attack
@@ -129,7 +129,9 @@ def report(route, detail=None):
         print('reached: %s: %s' % (route, str(detail)[:80]))
 
 def _nothing(r):
-    # None, False, and JavaScript's null and undefined: the try found nothing.
+    # None, False, an empty list or string, and JavaScript's null and undefined: the try found nothing.
+    if isinstance(r, (list, tuple, set, dict, str, bytes)) and len(r) == 0:
+        return True
     return r is None or r is False or type(r).__name__ in ('JsNull', 'JsUndefined') or str(r) in ('jsnull', 'undefined')
 
 async def attempt(route, fn, limit=5):
