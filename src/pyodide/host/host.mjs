@@ -13,7 +13,7 @@
 import { encodeFrame, FrameReader, PROTOCOL_VERSION } from "./frames.mjs";
 import { Ring } from "./ring.mjs";
 
-const SPIN_MS = 2;  // how long to spin for the sandbox's next answer before sleeping in Atomics.wait
+const SPIN_MS = 0;  // no spin for answers: a spinning thread here would compete with Python for a core
 // The sandbox's answers are held to the limits the C++ side applies to frames from the host.
 const MAX_ANSWER_HEADER = 8 << 20;
 const MAX_ANSWER_BODY = 16 << 20;
