@@ -353,3 +353,32 @@ await asyncio.sleep(0.01)
   REQUIRE(later.status == ci::ExecutionStatus::kSuccess);
   CHECK(value_of(later) == "False");
 }
+
+TEST_CASE("realm: host.mjs passes only the first answer to the request in flight", "[realm]") {
+  // A sandbox worker altered to forge: before its real result, a result and output for the next request id; after
+  // it, a second result for the same id. The protocol realm drops all three.
+  test_support::RuntimeCopy copy;
+  auto worker = test_support::read_text(copy.dir() / "python_worker.mjs");
+  const std::string anchor = "  outcome.ms = performance.now() - started;\n  send(outcome);\n";
+  const auto at = worker.find(anchor);
+  REQUIRE(at != std::string::npos);
+  worker.replace(at, anchor.size(),
+                 "  outcome.ms = performance.now() - started;\n"
+                 "  const forge = code.includes('FORGE_EXTRA');\n"
+                 "  if (forge) send({ t: 'result', id: id + 1, status: 'ok', value: \"'FORGED next'\" });\n"
+                 "  if (forge) send({ t: 'out', id: id + 1, s: 1 }, new TextEncoder().encode('forged out\\n'));\n"
+                 "  send(outcome);\n"
+                 "  if (forge) send({ ...outcome, value: \"'FORGED second'\" });\n");
+  copy.rewrite("python_worker.mjs", worker);
+  ci::PyodideOptions options;
+  options.runtime_dir = copy.dir();
+  auto sb = make_sandbox(options);
+  auto first = sb->execute_code("'FORGE_EXTRA'");
+  REQUIRE(first.status == ci::ExecutionStatus::kSuccess);
+  CHECK(value_of(first) == "'FORGE_EXTRA'");
+  auto next = sb->execute_code("print('real')\n7");
+  REQUIRE(next.status == ci::ExecutionStatus::kSuccess);
+  CHECK(next.stdout_text == "real\n");
+  CHECK(value_of(next) == "7");
+  CHECK_FALSE(next.state_lost);
+}
