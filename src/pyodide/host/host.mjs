@@ -43,13 +43,12 @@ stdinWorker.postMessage({
   requests: requestsShared,
   responses: answersShared,
 });
-const first = await new Promise((resolve) => {
-  stdinWorker.onmessage = (event) => resolve(event.data);
-});
-stdinWorker.onmessage = null;
-if (!first.init) Deno.exit(first.closed === Ring.EOF ? 0 : 3);
-const init = first.init;
+const reader = new FrameReader({ maxHeader: MAX_ANSWER_HEADER, maxBody: MAX_ANSWER_BODY });
+const init = nextAnswer().header;
+if (init.t !== "init") Deno.exit(3);
 const frameToken = String(init.token ?? "");
+// The token passed through the answer ring, which the sandbox worker shares: no trace of it may stay there.
+new Uint8Array(answersShared.data).fill(0);
 
 const sandbox = new Worker(new URL("./python_worker.mjs", hostDir).href, { type: "module" });
 sandbox.postMessage({
@@ -116,7 +115,6 @@ function rebuild(h) {
 
 // ---- main loop: the sandbox's answers, one at a time ----
 
-const reader = new FrameReader({ maxHeader: MAX_ANSWER_HEADER, maxBody: MAX_ANSWER_BODY });
 let answered = 0;   // the request whose final answer (result or fs) has been written
 let ready = false;
 
