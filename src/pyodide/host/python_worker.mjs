@@ -142,7 +142,8 @@ function installInertGlobals() {
 // own event dispatch (of an unhandled rejection, say) needs.
 function pruneGlobals() {
   for (const key of Reflect.ownKeys(globalThis)) {
-    if (typeof key === "string" && KEEP.has(key)) continue;
+    // Symbol-keyed properties are Deno's internal state of the global object (its EventTarget brand, say).
+    if (typeof key !== "string" || KEEP.has(key)) continue;
     const d = Object.getOwnPropertyDescriptor(globalThis, key);
     if (d && d.configurable) delete globalThis[key];
   }
@@ -185,7 +186,18 @@ function hardenReachable() {
         queue.push(d.get, d.set);
       }
     }
-    Object.freeze(o);
+    if (o === globalThis) {
+      // Deno's own event dispatch (of an escaped error, say) adds internal properties to the global object: it stays
+      // extensible, but none of its properties can be replaced or removed.
+      for (const key of Reflect.ownKeys(o)) {
+        const d = Object.getOwnPropertyDescriptor(o, key);
+        if (d && d.configurable) {
+          Object.defineProperty(o, key, "value" in d ? { writable: false, configurable: false } : { configurable: false });
+        }
+      }
+    } else {
+      Object.freeze(o);
+    }
   }
 }
 
@@ -428,10 +440,15 @@ async function serve() {
   }
 }
 
-globalThis.addEventListener("unhandledrejection", (event) => {
+// An error that escapes a callback (Pyodide's event-loop callbacks run from a MessageChannel) would be passed to
+// host.mjs as an event its blocked event loop never dispatches: so it is handled here. A fatal error makes host.mjs
+// end the process (the C++ side then respawns it); any other is dropped, as Deno would otherwise end the worker.
+function onEscaped(event, error) {
   event.preventDefault();
-  if (event.reason && event.reason.pyodide_fatal_error && responses) send({ t: "fatal" });
-});
+  if (error && error.pyodide_fatal_error && responses) send({ t: "fatal" });
+}
+globalThis.addEventListener("unhandledrejection", (event) => onEscaped(event, event.reason));
+globalThis.addEventListener("error", (event) => onEscaped(event, event.error));
 
 globalThis.onmessage = async (event) => {
   if (started) return;
