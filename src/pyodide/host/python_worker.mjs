@@ -186,7 +186,18 @@ function hardenReachable() {
         queue.push(d.get, d.set);
       }
     }
-    if (o === globalThis) {
+    if (o === Error) {
+      // Pyodide assigns Error.stackTraceLimit while it handles an error, and V8 reads it only as a data property: it
+      // stays writable (a number is all it can hold); nothing else of Error can change, and nothing can be added.
+      for (const key of Reflect.ownKeys(o)) {
+        const d = Object.getOwnPropertyDescriptor(o, key);
+        if (d && d.configurable) {
+          const writable = key === "stackTraceLimit";
+          Object.defineProperty(o, key, "value" in d ? { writable, configurable: false } : { configurable: false });
+        }
+      }
+      Object.preventExtensions(o);
+    } else if (o === globalThis) {
       // Deno's own event dispatch (of an escaped error, say) adds internal properties to the global object: it stays
       // extensible, but none of its properties can be replaced or removed.
       for (const key of Reflect.ownKeys(o)) {
