@@ -14,7 +14,7 @@ file(RELATIVE_PATH CODE_INTERPRETER_RUNTIME_RELPATH
 
 find_program(NPM_EXECUTABLE npm REQUIRED)
 
-set(_host_files host.mjs frames.mjs ring.mjs stdin_worker.mjs runner.py)
+set(_host_files host.mjs frames.mjs ring.mjs stdin_worker.mjs python_worker.mjs runner.py)
 set(_staged)
 foreach(f IN LISTS _host_files)
   add_custom_command(OUTPUT ${CODE_INTERPRETER_RUNTIME_BUILD_DIR}/${f}

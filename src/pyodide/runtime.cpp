@@ -72,7 +72,7 @@ Runtime check_runtime(const fs::path& dir) {
                              Stage::kTemplateBuild, ErrorKind::kInvalidArgument);
   }
   const fs::path pyodide = rt.dir / "node_modules" / "pyodide";
-  for (const char* f : {"host.mjs", "frames.mjs", "ring.mjs", "stdin_worker.mjs", "runner.py"}) {
+  for (const char* f : {"host.mjs", "frames.mjs", "ring.mjs", "stdin_worker.mjs", "python_worker.mjs", "runner.py"}) {
     require_file(rt.dir, rt.dir / f);
     rt.readable.push_back(rt.dir / f);
   }

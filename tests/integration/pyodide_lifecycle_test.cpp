@@ -245,10 +245,14 @@ TEST_CASE("set_timeout is a no-op", "[lifecycle]") {
 namespace {
 std::unique_ptr<ci::PyodideSandbox> hostile_sandbox(RuntimeCopy& copy) {
   auto host = test_support::read_text(copy.dir() / "host.mjs");
-  const std::string anchor = "  const started = performance.now();\n";
+  // The protocol realm's main loop, where each checked answer is about to be signed and written; the marker is the
+  // run's result value.
+  const std::string anchor = "  if (answer.t !== \"out\") answered = current;\n";
   const auto at = host.find(anchor);
   REQUIRE(at != std::string::npos);
-  host.insert(at,
+  host.insert(at + anchor.size(),
+              "  const code = answer.t === 'result' ? String(answer.value ?? '') : '';\n"
+              "  const id = answer.id;\n"
               "  if (code.includes('HOSTILE_OVERSIZE')) writeAll(new Uint8Array([0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0]));\n"
               "  if (code.includes('HOSTILE_JSON')) writeAll(new Uint8Array([0, 0, 0, 3, 0, 0, 0, 0, 0x7b, 0x7b, 0x7b]));\n"
               "  if (code.includes('HOSTILE_ID')) send({ t: 'result', id: id + 1000, status: 'ok' });\n"
@@ -261,7 +265,7 @@ std::unique_ptr<ci::PyodideSandbox> hostile_sandbox(RuntimeCopy& copy) {
 void check_hostile(ci::PyodideSandbox& sb, const std::string& marker) {
   INFO(marker);
   REQUIRE(sb.execute_code("before = 1").status == ci::ExecutionStatus::kSuccess);
-  auto r = sb.execute_code("print('seen', flush=True)\n# " + marker);
+  auto r = sb.execute_code("print('seen', flush=True)\n'" + marker + "'");
   CHECK(r.status == ci::ExecutionStatus::kUnknown);
   REQUIRE(r.failure.has_value());
   CHECK(r.failure->exception_type == "pyodide.malformed_frame");

@@ -1,5 +1,6 @@
-// Frame codec: host.mjs writes frames to stdout; stdin_worker.mjs reads them from stdin (and passes all but
-// interrupts on through ring.mjs), and host.mjs reads those again from the ring.
+// Frame codec: host.mjs writes frames to stdout; stdin_worker.mjs reads them from stdin (and passes requests on
+// through a ring, ring.mjs, to python_worker.mjs, which reads them again); python_worker.mjs writes its answers into
+// another ring, and host.mjs reads them from there.
 //
 // One frame = u32 header length (big-endian) | u32 body length (big-endian) | header (UTF-8 JSON) | body (bytes).
 // The same layout is parsed by src/pyodide/frame.cpp; see docs/architecture.md, "The Pyodide frame protocol".
@@ -26,9 +27,18 @@ export function encodeFrame(header, body) {
 // Incremental decoder: push() bytes as they arrive, take complete frames out of next(). The buffer grows by
 // doubling and is compacted only when it must grow, so a large frame arriving in small reads costs linear time.
 export class FrameReader {
+  #maxHeader;
+  #maxBody;
   #buf = new Uint8Array(1 << 16);
   #start = 0;  // first unread byte
   #end = 0;    // one past the last byte
+
+  // The limits default to those on frames from the C++ side; host.mjs reads the sandbox worker's answers with the
+  // limits the C++ side applies to frames from the host.
+  constructor({ maxHeader = MAX_HEADER_BYTES, maxBody = MAX_BODY_BYTES } = {}) {
+    this.#maxHeader = maxHeader;
+    this.#maxBody = maxBody;
+  }
 
   push(chunk) {
     if (this.#end + chunk.length > this.#buf.length) {
@@ -65,7 +75,7 @@ export class FrameReader {
     const view = new DataView(this.#buf.buffer, this.#buf.byteOffset + this.#start, avail);
     const hlen = view.getUint32(0);
     const blen = view.getUint32(4);
-    if (hlen > MAX_HEADER_BYTES || blen > MAX_BODY_BYTES) throw new Error("frame too large");
+    if (hlen > this.#maxHeader || blen > this.#maxBody) throw new Error("frame too large");
     if (avail < 8 + hlen + blen) return null;
     const at = this.#start + 8;
     const header = JSON.parse(decoder.decode(this.#buf.subarray(at, at + hlen)));

@@ -1,25 +1,35 @@
-// The host's stdin reader. It runs in a Web Worker so that it keeps reading while the main thread is busy running
-// Python: an "interrupt" frame from the C++ side is acted on at once by writing SIGINT (2) into Pyodide's interrupt
-// buffer (pyodide.md §1.6, layout 2), which Python checks between bytecodes. Every other frame is copied, as raw
-// bytes and in order, into a ring buffer shared with the main thread (ring.mjs), which waits on it with
-// Atomics.wait. Blocking reads and shared memory keep a request to a single thread hand-off; Deno's async stdin
-// and postMessage would cost two more wake-ups per call.
+// The host's stdin reader, part of the protocol realm. It runs in a Web Worker so that it keeps reading while Python
+// runs: an "interrupt" frame from the C++ side is acted on at once by writing SIGINT (2) into Pyodide's interrupt
+// buffer (pyodide.md §1.6, layout 2), which Python checks between bytecodes. The first frame, "init", goes to
+// host.mjs through the answer ring, before the sandbox worker exists (it holds the frame token, which the sandbox
+// worker must never see; host.mjs wipes the ring after reading it). A postMessage from this worker would never be
+// delivered: its event loop does not turn once the read loop runs. Every later "exec" and "fs" frame
+// is copied, as raw bytes and in order, into the request ring of the sandbox worker (python_worker.mjs), which
+// waits on it with Atomics.wait. Blocking reads and shared memory keep a request to a single thread hand-off;
+// Deno's async stdin and postMessage would cost two more wake-ups per call.
 import { FrameReader } from "./frames.mjs";
 import { Ring } from "./ring.mjs";
 
 let interruptBuffer = null;  // Uint8Array over a SharedArrayBuffer: Pyodide's interrupt buffer
-let slots = null;            // Int32Array over a SharedArrayBuffer: [0] id running now, [1] id asked to interrupt
+let slots = null;            // Int32Array, shared with the sandbox worker: [0] id running now, [1] id asked to stop
+let control = null;          // Int32Array, shared with host.mjs only: [0] newest request id, [1] id asked to stop
 
 function requestInterrupt(id) {
-  // Both sides use sequentially consistent atomics: whichever of "main starts run id" and "interrupt id asked"
-  // comes second sees the other, so an interrupt that races the start of its run is never lost.
+  // Both sides use sequentially consistent atomics: whichever of "run id starts" and "interrupt id asked" comes
+  // second sees the other, so an interrupt that races the start of its run is never lost.
+  Atomics.store(control, 1, id);
   Atomics.store(slots, 1, id);
   if (Atomics.load(slots, 0) === id) Atomics.store(interruptBuffer, 0, 2);
 }
 
-function readLoop(ring) {
+function readLoop(requests, responses) {
   const reader = new FrameReader();
   const chunk = new Uint8Array(1 << 16);
+  let initialised = false;
+  const close = (state) => {
+    requests.close(state);
+    responses.close(state);
+  };
   for (;;) {
     let n;
     try {
@@ -28,7 +38,7 @@ function readLoop(ring) {
       n = null;
     }
     if (n === null) {
-      ring.close(Ring.EOF);
+      close(Ring.EOF);
       return;
     }
     reader.push(chunk.subarray(0, n));
@@ -37,14 +47,27 @@ function readLoop(ring) {
       try {
         frame = reader.nextRaw();
       } catch (_) {
-        ring.close(Ring.BAD);
+        close(Ring.BAD);
         return;
       }
       if (frame === null) break;
-      if (frame.header.t === "interrupt") {
+      const t = frame.header.t;
+      if (!initialised) {
+        if (t !== "init") {
+          close(Ring.BAD);
+          return;
+        }
+        // Until host.mjs has read it, nothing else writes to the answer ring: the sandbox worker starts after.
+        initialised = true;
+        responses.write(frame.raw);
+      } else if (t === "interrupt") {
         requestInterrupt(frame.header.id | 0);
+      } else if (t === "exec" || t === "fs") {
+        Atomics.store(control, 0, frame.header.id | 0);
+        requests.write(frame.raw);
       } else {
-        ring.write(frame.raw);
+        close(Ring.BAD);
+        return;
       }
     }
   }
@@ -53,7 +76,9 @@ function readLoop(ring) {
 self.onmessage = (event) => {
   interruptBuffer = new Uint8Array(event.data.interrupt);
   slots = new Int32Array(event.data.slots);
-  const ring = new Ring(event.data.ring);
+  control = new Int32Array(event.data.control);
+  const requests = new Ring(event.data.requests);
+  const responses = new Ring(event.data.responses);
   self.onmessage = null;
-  readLoop(ring);
+  readLoop(requests, responses);
 };

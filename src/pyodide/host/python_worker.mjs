@@ -1,0 +1,480 @@
+// The sandbox realm: a Web Worker that runs Pyodide, and nothing of the host script's protocol.
+//
+// host.mjs (the protocol realm, the main thread) holds the frame token and the only writer to stdout; the stdin
+// worker holds stdin. This worker shares no object with either: it reads requests from one shared ring and writes
+// its answers (unsigned frames) into another, which host.mjs decodes, checks and re-encodes with the token. Whatever
+// Python reaches in this realm, it cannot reach the token, stdout or stdin.
+//
+// Before Pyodide is imported, the worker takes the few host functions it needs into its own closure and deletes
+// `Deno` and `process` from its global object. Pyodide then finds no Deno or Node and loads as in a browser's Web
+// Worker: Emscripten's system calls answer from memory (getuid is 0, the host name "emscripten", os.system -1)
+// instead of calling host APIs, so no standard-library call reaches a Deno permission check. Once Pyodide, runner.py
+// and the wheels are loaded, the worker revokes its read permission, cuts its global object down to an allow-list
+// of language intrinsics and the few web APIs Pyodide uses while running, freezes every object reachable from
+// there, and refuses WebAssembly compilation (docs/architecture.md, "The two realms"). An init frame with
+// "realm": false (a test switch of the C++ side) skips all of this, so that a test can prove the kernel layer alone.
+import { encodeFrame, FrameReader } from "./frames.mjs";
+import { Ring } from "./ring.mjs";
+
+const OUT_CHUNK = 1 << 20;     // Python output is forwarded in pieces of at most 1 MiB
+const READ_CHUNK = 8 << 20;    // at most this much of a file per "read" answer
+const SPIN_MS = 2;             // how long to spin for the next request before sleeping in Atomics.wait
+
+// Host functions, taken before anything else runs. Only this module's closures hold them.
+const denoNs = globalThis.Deno;
+const readFile = denoNs.readFile.bind(denoNs);
+const readTextFile = denoNs.readTextFile.bind(denoNs);
+const revokePermission = denoNs.permissions.revokeSync.bind(denoNs.permissions);
+const RealResponse = Response;
+const realSetTimeout = globalThis.setTimeout;
+const realClearTimeout = globalThis.clearTimeout;
+const hostDir = new URL(".", import.meta.url);
+const pyodideDir = new URL("./node_modules/pyodide/", hostDir);
+
+// Stops the worker's own message handling at once: the only message it takes is the first one.
+let started = false;
+
+let responses;         // Ring: answers to host.mjs
+let requests;          // Ring: requests from the stdin worker
+let interruptBuffer;   // Uint8Array over a SharedArrayBuffer: Pyodide's interrupt buffer
+let slots;             // Int32Array over a SharedArrayBuffer: [0] id running now, [1] id asked to interrupt
+let pyodide;
+let runner;            // the Python module runner.py, as a PyProxy
+let currentId = 0;     // the request whose output is being produced; 0 between requests
+
+function send(header, body) {
+  responses.write(encodeFrame(header, body));
+}
+
+function firstLine(e) {
+  const text = String(e && e.message ? e.message : e).trim();
+  const lines = text.split("\n");
+  return lines[lines.length - 1];
+}
+
+// ---- timers: none outlives the call that set it ----
+
+const pendingTimers = new Set();
+
+function trackedSetTimeout(fn, ms, ...args) {
+  const id = realSetTimeout(() => {
+    pendingTimers.delete(id);
+    if (typeof fn === "function") fn(...args);
+  }, ms);
+  pendingTimers.add(id);
+  return id;
+}
+
+function trackedClearTimeout(id) {
+  pendingTimers.delete(id);
+  realClearTimeout(id);
+}
+
+function clearPendingTimers() {
+  for (const id of pendingTimers) realClearTimeout(id);
+  pendingTimers.clear();
+}
+
+// ---- the lock-down ----
+
+// Loading reads Pyodide's files, and the wheels the C++ side named, through this fetch; nothing else.
+function loaderFetch(allowed) {
+  return async (input) => {
+    const url = new URL(String(input && typeof input === "object" && "url" in input ? input.url : input), pyodideDir);
+    if (url.protocol !== "file:" || !(url.href.startsWith(pyodideDir.href) || allowed.has(url.href))) {
+      throw new TypeError(`${url.href} is outside the runtime`);
+    }
+    const bytes = await readFile(url);
+    const type = url.pathname.endsWith(".wasm") ? "application/wasm" : "application/octet-stream";
+    return new RealResponse(bytes, { headers: { "content-type": type } });
+  };
+}
+
+// The global names Pyodide and Python need while code runs. Everything else goes: the Deno and Node namespaces,
+// Worker, fetch, WebSocket, caches, storage, BroadcastChannel, MessageChannel, timers other than the tracked ones,
+// FinalizationRegistry, eval, console, postMessage, close... whatever Deno adds in a later version too.
+const KEEP = new Set([
+  // ECMAScript
+  "Object", "Function", "Array", "Number", "parseFloat", "parseInt", "Infinity", "NaN", "undefined", "Boolean",
+  "String", "Symbol", "Date", "Promise", "RegExp", "Error", "AggregateError", "EvalError", "RangeError",
+  "ReferenceError", "SyntaxError", "TypeError", "URIError", "SuppressedError", "globalThis", "JSON", "Math", "Intl",
+  "ArrayBuffer", "SharedArrayBuffer", "Atomics", "Uint8Array", "Int8Array", "Uint16Array", "Int16Array",
+  "Uint32Array", "Int32Array", "BigUint64Array", "BigInt64Array", "Uint8ClampedArray", "Float16Array",
+  "Float32Array", "Float64Array", "DataView", "Map", "BigInt", "Set", "Iterator", "WeakMap", "WeakSet", "WeakRef",
+  "Proxy", "Reflect", "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "unescape",
+  "isFinite", "isNaN", "WebAssembly",
+  // web APIs that compute in memory
+  "TextDecoder", "TextEncoder", "DOMException", "performance", "crypto", "setTimeout", "clearTimeout", "console",
+]);
+
+// Replaced by inert versions: what Pyodide calls while running, that would reach the host or run code later.
+function installInertGlobals() {
+  const noop = () => {};
+  globalThis.console = Object.freeze({
+    log: noop, info: noop, warn: noop, error: noop, debug: noop, trace: noop, dir: noop, table: noop,
+    assert: noop, time: noop, timeEnd: noop, timeLog: noop, group: noop, groupEnd: noop, count: noop,
+  });
+  // Compiling WebAssembly the program supplies (ctypes.CDLL of a file it wrote, say) is refused: every module
+  // Pyodide and the wheels need was compiled during init.
+  const refuse = () => {
+    throw new WebAssembly.CompileError("WebAssembly compilation is not available in the sandbox");
+  };
+  const refuseAsync = () => Promise.reject(new WebAssembly.CompileError("WebAssembly compilation is not available in the sandbox"));
+  const wasm = globalThis.WebAssembly;
+  const RealModule = wasm.Module;
+  const Module = function Module() {
+    refuse();
+  };
+  Module.prototype = RealModule.prototype;
+  Object.defineProperty(wasm, "Module", { value: Module, writable: false, configurable: false });
+  for (const name of ["compile", "compileStreaming", "validate"]) {
+    Object.defineProperty(wasm, name, { value: name === "validate" ? () => false : refuseAsync });
+  }
+  // instantiate(module) of an already compiled Module stays possible; of bytes it is refused.
+  const realInstantiate = wasm.instantiate;
+  Object.defineProperty(wasm, "instantiate", {
+    value: (source, imports) => (source instanceof RealModule ? realInstantiate(source, imports) : refuseAsync()),
+  });
+  Object.defineProperty(wasm, "instantiateStreaming", { value: refuseAsync });
+}
+
+// Only the global object's own properties: its prototypes hold nothing but EventTarget's methods, which Deno's
+// own event dispatch (of an unhandled rejection, say) needs.
+function pruneGlobals() {
+  for (const key of Reflect.ownKeys(globalThis)) {
+    // Symbol-keyed properties are Deno's internal state of the global object (its EventTarget brand, say).
+    if (typeof key !== "string" || KEEP.has(key)) continue;
+    const d = Object.getOwnPropertyDescriptor(globalThis, key);
+    if (d && d.configurable) delete globalThis[key];
+  }
+}
+
+// Freezes everything reachable from the global object through properties, accessors and prototypes. Data
+// properties of prototypes become accessors whose setter defines an own property on the receiver instead, so code
+// that assigns `obj.name = ...` or `proto.toString = ...` on an object inheriting a frozen property keeps working
+// (the "override mistake" of frozen intrinsics).
+function hardenReachable() {
+  const seen = new Set();
+  const queue = [globalThis];
+  while (queue.length) {
+    const o = queue.pop();
+    if ((typeof o !== "object" && typeof o !== "function") || o === null || seen.has(o)) continue;
+    seen.add(o);
+    const proto = Object.getPrototypeOf(o);
+    queue.push(proto);
+    const isPrototype = Object.hasOwn(o, "constructor") && o !== globalThis;
+    for (const key of Reflect.ownKeys(o)) {
+      const d = Object.getOwnPropertyDescriptor(o, key);
+      if (!d) continue;
+      if ("value" in d) {
+        queue.push(d.value);
+        if (isPrototype && d.configurable && d.writable && typeof d.value !== "object") {
+          const value = d.value;
+          Object.defineProperty(o, key, {
+            get() {
+              return value;
+            },
+            set(v) {
+              if (this === o) throw new TypeError(`Cannot assign to read only property '${String(key)}'`);
+              Object.defineProperty(this, key, { value: v, writable: true, enumerable: true, configurable: true });
+            },
+            enumerable: d.enumerable,
+            configurable: false,
+          });
+        }
+      } else {
+        queue.push(d.get, d.set);
+      }
+    }
+    if (o === Error) {
+      // Pyodide assigns Error.stackTraceLimit while it handles an error, and V8 reads it only as a data property: it
+      // stays writable (a number is all it can hold); nothing else of Error can change, and nothing can be added.
+      for (const key of Reflect.ownKeys(o)) {
+        const d = Object.getOwnPropertyDescriptor(o, key);
+        if (d && d.configurable) {
+          const writable = key === "stackTraceLimit";
+          Object.defineProperty(o, key, "value" in d ? { writable, configurable: false } : { configurable: false });
+        }
+      }
+      Object.preventExtensions(o);
+    } else if (o === globalThis) {
+      // Deno's own event dispatch (of an escaped error, say) adds internal properties to the global object: it stays
+      // extensible, but none of its properties can be replaced or removed.
+      for (const key of Reflect.ownKeys(o)) {
+        const d = Object.getOwnPropertyDescriptor(o, key);
+        if (d && d.configurable) {
+          Object.defineProperty(o, key, "value" in d ? { writable: false, configurable: false } : { configurable: false });
+        }
+      }
+    } else {
+      Object.freeze(o);
+    }
+  }
+}
+
+// ---- init ----
+
+async function init(message) {
+  const realm = message.realm !== false;
+  const wheels = Array.isArray(message.wheels) ? message.wheels.map(String) : [];
+  const names = Array.isArray(message.packages) ? message.packages.map(String) : [];
+  const wheelUrls = wheels.map((p) => new URL(p, "file:///").href);
+  const runnerSource = await readTextFile(new URL("./runner.py", hostDir));
+  if (realm) {
+    delete globalThis.Deno;
+    delete globalThis.process;
+    globalThis.fetch = loaderFetch(new Set(wheelUrls));
+    globalThis.setTimeout = trackedSetTimeout;
+    globalThis.clearTimeout = trackedClearTimeout;
+  }
+  const { loadPyodide } = await import("./node_modules/pyodide/pyodide.mjs");
+  pyodide = await loadPyodide({
+    indexURL: realm ? pyodideDir.href : pyodideDir.pathname,
+    jsglobals: Object.create(null),
+    stdout: () => {},
+    stderr: () => {},
+  });
+  pyodide.setInterruptBuffer(interruptBuffer);
+  setStreams();
+  for (const name of ["setStdout", "setStderr", "setStdin", "setInterruptBuffer"]) {
+    pyodide[name] = () => {
+      throw new Error(`${name} is not available in the sandbox`);
+    };
+  }
+  const mod = pyodide.runPython("import types as _t\n_m = _t.ModuleType('_code_interpreter_runner')\n_m");
+  pyodide.runPython(runnerSource, { globals: mod.__dict__ });
+  runner = mod;
+
+  if (wheels.length > 0) {
+    const messages = [];
+    try {
+      await pyodide.loadPackage(realm ? wheelUrls : wheels, {
+        messageCallback: () => {},
+        errorCallback: (m) => messages.push(String(m)),
+      });
+    } catch (e) {
+      messages.push(String(e && e.message ? e.message : e));
+    }
+    // loadPackage resolves even when nothing was installed (pyodide.md §1.8): import each one to be sure.
+    for (const name of names) {
+      try {
+        runner.verify_distribution(name);
+      } catch (e) {
+        const detail = messages.length ? ` (${messages.join("; ")})` : "";
+        send({ t: "init_error", stage: "install_packages", message: `${name}: ${firstLine(e)}${detail}` });
+        return false;
+      }
+    }
+  }
+  pyodide.FS.mkdirTree("/files");
+  // One run before the lock-down, so Pyodide sets up its event-loop scheduling (a MessageChannel) while it can.
+  JSON.parse(await runner.run("None", "{}"));
+  const python = pyodide.runPython("import sys; sys.version.split()[0]");
+  if (realm) {
+    revokePermission({ name: "read" });
+    pruneGlobals();
+    installInertGlobals();
+    hardenReachable();
+  }
+  clearPendingTimers();
+  send({ t: "ready", pyodide: pyodide.version, python });
+  return true;
+}
+
+function setStreams() {
+  const writer = (stream) => ({
+    write(buf) {
+      if (currentId !== 0) {
+        for (let off = 0; off < buf.length; off += OUT_CHUNK) {
+          send({ t: "out", id: currentId, s: stream }, buf.subarray(off, Math.min(buf.length, off + OUT_CHUNK)));
+        }
+      }
+      return buf.length;
+    },
+    isatty: false,
+  });
+  pyodide.setStdout(writer(1));
+  pyodide.setStderr(writer(2));
+  pyodide.setStdin({ error: true });
+}
+
+// ---- requests ----
+
+async function execute(header, body) {
+  const id = header.id | 0;
+  const code = new TextDecoder("utf-8").decode(body);
+  const env = JSON.stringify(header.env && typeof header.env === "object" ? header.env : {});
+  Atomics.store(interruptBuffer, 0, 0);
+  currentId = id;
+  Atomics.store(slots, 0, id);
+  if (Atomics.load(slots, 1) === id) Atomics.store(interruptBuffer, 0, 2);
+  const started = performance.now();
+  let outcome;
+  try {
+    outcome = JSON.parse(await runner.run(code, env));
+  } catch (e) {
+    // After a fatal error the interpreter is unusable: host.mjs ends the process and the C++ side respawns it.
+    if (e && e.pyodide_fatal_error) {
+      send({ t: "fatal" });
+      return false;
+    }
+    // Otherwise only an interrupt that lands in the runner's own bookkeeping gets here.
+    outcome = { status: "interrupted", error: { name: String(e?.type ?? "Error"), value: firstLine(e), traceback: "" } };
+  }
+  Atomics.store(slots, 0, 0);
+  Atomics.store(interruptBuffer, 0, 0);
+  currentId = 0;
+  clearPendingTimers();
+  outcome.t = "result";
+  outcome.id = id;
+  outcome.ms = performance.now() - started;
+  send(outcome);
+  return true;
+}
+
+// ---- the in-memory filesystem (pyodide.md §1.7) ----
+
+function errnoName(e) {
+  if (e && typeof e.errno === "number") {
+    for (const [name, value] of Object.entries(pyodide.ERRNO_CODES)) if (value === e.errno) return name;
+  }
+  return "EIO";
+}
+
+function parentDir(path) {
+  const i = path.lastIndexOf("/");
+  return i > 0 ? path.slice(0, i) : null;
+}
+
+function removeTree(FS, path) {
+  const st = FS.lstat(path);
+  if (FS.isDir(st.mode)) {
+    for (const name of FS.readdir(path)) if (name !== "." && name !== "..") removeTree(FS, `${path}/${name}`);
+    FS.rmdir(path);
+  } else {
+    FS.unlink(path);
+  }
+}
+
+function fsOp(header, body) {
+  const FS = pyodide.FS;
+  const path = String(header.path ?? "");
+  const reply = { t: "fs", id: header.id | 0, ok: true };
+  let out;
+  switch (header.op) {
+    case "write": {
+      const dir = parentDir(path);
+      if (dir) FS.mkdirTree(dir);
+      const stream = FS.open(path, header.append ? "a" : "w");
+      try {
+        if (body.length) FS.write(stream, body, 0, body.length);
+      } finally {
+        FS.close(stream);
+      }
+      break;
+    }
+    case "read": {
+      const st = FS.stat(path);
+      if (FS.isDir(st.mode)) throw Object.assign(new Error("is a directory"), { errno: pyodide.ERRNO_CODES.EISDIR });
+      const offset = Math.max(0, Number(header.offset ?? 0));
+      const length = Math.max(0, Math.min(Number(header.length ?? READ_CHUNK), READ_CHUNK, st.size - offset));
+      out = new Uint8Array(length);
+      const stream = FS.open(path, "r");
+      try {
+        let got = 0;
+        while (got < length) {
+          const n = FS.read(stream, out, got, length - got, offset + got);
+          if (n <= 0) break;
+          got += n;
+        }
+        out = out.subarray(0, got);
+      } finally {
+        FS.close(stream);
+      }
+      reply.size = st.size;
+      break;
+    }
+    case "list": {
+      const entries = [];
+      for (const name of FS.readdir(path)) {
+        if (name === "." || name === "..") continue;
+        const full = path.endsWith("/") ? path + name : `${path}/${name}`;
+        const st = FS.stat(full);
+        const dir = FS.isDir(st.mode);
+        entries.push({ name, path: full, dir, size: dir ? 0 : st.size });
+      }
+      reply.entries = entries;
+      break;
+    }
+    case "remove":
+      removeTree(FS, path);
+      break;
+    case "mkdir":
+      FS.mkdirTree(path);
+      break;
+    default:
+      throw new Error(`unknown file operation ${String(header.op)}`);
+  }
+  send(reply, out);
+}
+
+function fileRequest(header, body) {
+  try {
+    fsOp(header, body);
+  } catch (e) {
+    const code = errnoName(e);
+    const message = e instanceof Error && !(typeof e.errno === "number") ? firstLine(e) : code;
+    send({ t: "fs", id: header.id | 0, ok: false, code, message });
+  }
+}
+
+// ---- main loop ----
+
+async function serve() {
+  const reader = new FrameReader();
+  for (;;) {
+    let frame = reader.next();
+    while (frame === null) {
+      const got = requests.read(SPIN_MS);
+      if (typeof got === "number") return;  // the stdin worker closed the ring; host.mjs ends the process
+      reader.push(got);
+      frame = reader.next();
+    }
+    const { header, body } = frame;
+    if (header.t === "exec") {
+      if (!(await execute(header, body))) return;
+    } else if (header.t === "fs") {
+      fileRequest(header, body);
+    } else {
+      return;  // the stdin worker passes on only exec and fs frames
+    }
+  }
+}
+
+// An error that escapes a callback (Pyodide's event-loop callbacks run from a MessageChannel) would be passed to
+// host.mjs as an event its blocked event loop never dispatches: so it is handled here. A fatal error makes host.mjs
+// end the process (the C++ side then respawns it); any other is dropped, as Deno would otherwise end the worker.
+function onEscaped(event, error) {
+  event.preventDefault();
+  if (error && error.pyodide_fatal_error && responses) send({ t: "fatal" });
+}
+globalThis.addEventListener("unhandledrejection", (event) => onEscaped(event, event.reason));
+globalThis.addEventListener("error", (event) => onEscaped(event, event.error));
+
+globalThis.onmessage = async (event) => {
+  if (started) return;
+  started = true;
+  globalThis.onmessage = null;
+  const m = event.data;
+  responses = new Ring(m.responses);
+  requests = new Ring(m.requests);
+  interruptBuffer = new Uint8Array(m.interrupt);
+  slots = new Int32Array(m.slots);
+  let ok = false;
+  try {
+    ok = await init(m.init);
+  } catch (e) {
+    send({ t: "init_error", stage: "start_runtime", message: `loading Pyodide failed: ${firstLine(e)}` });
+  }
+  if (ok) await serve();
+};
