@@ -95,7 +95,7 @@ TEST_CASE("bedrock: file content spread over many result events is counted acros
   sandbox->terminate();
 }
 
-TEST_CASE("bedrock: max_download_bytes is the cap when none is given; 0 is refused at configure",
+TEST_CASE("bedrock: max_download_bytes is the cap when none is given, 0 is refused at configure",
           "[bedrock][guards]") {
   BedrockServer server;
   auto options = server.options();

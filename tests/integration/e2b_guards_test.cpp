@@ -42,7 +42,7 @@ std::string read_all(const std::filesystem::path& p) {
 
 }  // namespace
 
-TEST_CASE("e2b: read_file one byte over max_bytes throws kQuotaExceeded naming the cap; at the cap it reads",
+TEST_CASE("e2b: read_file one byte over max_bytes throws kQuotaExceeded naming the cap, at the cap it reads",
           "[e2b][guards]") {
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
@@ -125,7 +125,7 @@ TEST_CASE("e2b: a Content-Length under the cap never lets more bytes in than it 
   sandbox->terminate();
 }
 
-TEST_CASE("e2b: max_download_bytes is the cap when none is given; 0 is refused at configure", "[e2b][guards]") {
+TEST_CASE("e2b: max_download_bytes is the cap when none is given, 0 is refused at configure", "[e2b][guards]") {
   E2BServer server;
   auto options = server.options();
   options.max_download_bytes = 100;

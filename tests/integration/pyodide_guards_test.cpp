@@ -41,7 +41,7 @@ std::vector<std::string> leftovers(const std::filesystem::path& destination) {
 
 }  // namespace
 
-TEST_CASE("read_file of a file one byte over max_bytes throws kQuotaExceeded naming the cap; at the cap it reads",
+TEST_CASE("read_file of a file one byte over max_bytes throws kQuotaExceeded naming the cap, at the cap it reads",
           "[files][guards]") {
   auto sb = make_sandbox();
   write_in_python(*sb, "/files/out.bin", 5000);
@@ -87,7 +87,7 @@ TEST_CASE("a cap across several chunks counts every byte: 20 MiB + 5 is over 20 
   CHECK(sb->download_file("/files/big.bin") == expected_bytes(kSize));  // the default cap is 512 MiB
 }
 
-TEST_CASE("max_download_bytes is the cap when none is given; 0 is refused at configure", "[files][guards]") {
+TEST_CASE("max_download_bytes is the cap when none is given, 0 is refused at configure", "[files][guards]") {
   ci::PyodideOptions options;
   options.max_download_bytes = 1000;
   auto sb = make_sandbox(options);
@@ -130,7 +130,7 @@ TEST_CASE("a 16 MiB cap on a 256 MiB file holds at most about the cap in the hos
   CHECK(grown < (56u << 20));
 }
 
-TEST_CASE("list_files drops a name with a backslash and warns; the other entries are kept", "[files][guards]") {
+TEST_CASE("list_files drops a name with a backslash and warns, the other entries are kept", "[files][guards]") {
   auto sb = make_sandbox();
   const auto r = sb->execute_code(
       "import os\nos.makedirs('/tmp/guard', exist_ok=True)\n"
