@@ -131,6 +131,7 @@ TEST_CASE("files past the memory cap in the in-memory filesystem end the runtime
       "for i in range(40):\n"
       "    with open(f'/tmp/fill{i}', 'wb') as f:\n"
       "        f.write(chunk)\n");
+  INFO("error: " << r.error);
   CHECK(r.status == ci::ExecutionStatus::kError);
   CHECK(r.exit_code == 1);
   CHECK(r.state_lost);

@@ -115,6 +115,19 @@ function rebuild(h) {
 
 // ---- main loop: the sandbox's answers, one at a time ----
 
+// A fatal error in the sandbox realm ends the process (the C++ side respawns it). Its reason goes to stderr, which
+// the C++ side reads for the death's description and to tell a fatal allocation failure (the memory cap) from other
+// deaths. The reason is the sandbox's word: printable ASCII only, at most 200 characters, one line.
+function fatal(reason) {
+  const text = str(reason).replace(/[^\x20-\x7e]/g, "?").slice(0, 200);
+  try {
+    Deno.stderr.writeSync(new TextEncoder().encode(`code_interpreter runtime: fatal error: ${text}\n`));
+  } catch (_) {
+    // stderr closed: the exit status alone tells the C++ side
+  }
+  Deno.exit(70);
+}
+
 let answered = 0;   // the request whose final answer (result or fs) has been written
 let ready = false;
 
@@ -148,7 +161,7 @@ for (;;) {
     }
     Deno.exit(70);
   }
-  if (header.t === "fatal") Deno.exit(70);
+  if (header.t === "fatal") fatal(header.reason);
   const answer = rebuild(header);
   if (answer === null) Deno.exit(70);
   // Only answers to the request in flight pass, and nothing after its final answer: a frame the sandbox forges for

@@ -315,7 +315,7 @@ async function execute(header, body) {
   } catch (e) {
     // After a fatal error the interpreter is unusable: host.mjs ends the process and the C++ side respawns it.
     if (e && e.pyodide_fatal_error) {
-      send({ t: "fatal" });
+      send({ t: "fatal", reason: firstLine(e) });
       return false;
     }
     // Otherwise only an interrupt that lands in the runner's own bookkeeping gets here.
@@ -456,7 +456,7 @@ async function serve() {
 // end the process (the C++ side then respawns it); any other is dropped, as Deno would otherwise end the worker.
 function onEscaped(event, error) {
   event.preventDefault();
-  if (error && error.pyodide_fatal_error && responses) send({ t: "fatal" });
+  if (error && error.pyodide_fatal_error && responses) send({ t: "fatal", reason: firstLine(error) });
 }
 globalThis.addEventListener("unhandledrejection", (event) => onEscaped(event, event.reason));
 globalThis.addEventListener("error", (event) => onEscaped(event, event.error));
