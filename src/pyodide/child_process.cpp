@@ -134,6 +134,8 @@ ChildProcess::ChildProcess(const std::filesystem::path& executable, const std::v
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
+    // The host's working directory is nobody's business in the runtime (Deno.cwd() needs no permission).
+    if (::chdir("/") != 0) ::_exit(127);
     // Confinement needs its Landlock ruleset descriptor, so it comes before the descriptors are closed; the
     // seccomp filter allows close_range and execve.
     if (confinement != nullptr) {

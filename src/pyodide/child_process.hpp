@@ -17,7 +17,8 @@ class Confinement;
 
 /// Runs `executable` with `args` and exactly `env` (nothing of the host's environment), stdin and stdout piped,
 /// stderr drained by a thread into the debug log (its last 4 KiB kept for error messages), every other descriptor
-/// closed. The child gets PR_SET_PDEATHSIG(SIGKILL): processes are forked from one long-lived thread, so the
+/// closed, its working directory "/" (the host's own is not the runtime's to learn). The child gets
+/// PR_SET_PDEATHSIG(SIGKILL): processes are forked from one long-lived thread, so the
 /// signal fires when the host process dies, not when the thread that asked for the child ends.
 /// With a `confinement`, the child applies it (confinement.hpp) just before execve; if that fails, the child
 /// writes which step failed to its stderr and exits with status 126 before running anything.

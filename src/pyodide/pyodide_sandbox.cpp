@@ -1174,7 +1174,9 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   }
 
   std::error_code tmp_ec;
-  const fs::path base = fs::temp_directory_path(tmp_ec);
+  fs::path base = fs::temp_directory_path(tmp_ec);
+  // Absolute: the runtime starts in "/", so a relative TMPDIR would name another place there.
+  if (!tmp_ec) base = fs::absolute(base, tmp_ec);
   if (tmp_ec) {
     throw_nested(SandboxStartError("no usable temporary directory for the runtime's private DENO_DIR (check TMPDIR)",
                                    Stage::kStartRuntime, ErrorKind::kInternal),

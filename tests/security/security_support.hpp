@@ -46,7 +46,8 @@ inline ci::ExecutionResult run(ci::PyodideSandbox& sb, const std::string& code, 
   if (!options.timeout) options.timeout = std::chrono::seconds(30);
   auto r = sb.execute_code(code, options);
   // Shown with the next failing assertion: what the program printed is the first thing to read.
-  UNSCOPED_INFO("status " << ci::to_string(r.status) << ", stdout:\n" << r.stdout_text << "stderr:\n" << r.stderr_text);
+  UNSCOPED_INFO("status " << ci::to_string(r.status) << ", stdout:\n" << r.stdout_text << "stderr:\n" << r.stderr_text
+                          << "error:\n" << r.error);
   return r;
 }
 
@@ -89,7 +90,9 @@ def _promise_ctor():
     O = _pjs.constructor
     desc = O.getOwnPropertyDescriptor(_pjs._api, 'lockFilePromise')
     protos = O.values(desc).map(O.getPrototypeOf)
-    return protos.map(O.getOwnPropertyDescriptors)[0].constructor.value
+    ctor = protos.map(O.getOwnPropertyDescriptors)[0].constructor
+    # The realm layer turns prototype data properties into accessors: then read it through its getter.
+    return ctor.value if O.prototype.hasOwnProperty.call(ctor, 'value') else ctor.get.call(protos[0])
 
 def _unhandled_rejection():
     P = _promise_ctor()
