@@ -255,7 +255,7 @@ async function init(message) {
     } catch (e) {
       messages.push(String(e && e.message ? e.message : e));
     }
-    // loadPackage resolves even when nothing was installed (pyodide.md §1.8): import each one to be sure.
+    // loadPackage resolves even when nothing was installed (docs/protocols/pyodide.md §1.8): import each one to be sure.
     for (const name of names) {
       try {
         runner.verify_distribution(name);
@@ -332,7 +332,7 @@ async function execute(header, body) {
   return true;
 }
 
-// ---- the in-memory filesystem (pyodide.md §1.7) ----
+// ---- the in-memory filesystem (docs/protocols/pyodide.md §1.7) ----
 
 function errnoName(e) {
   if (e && typeof e.errno === "number") {
