@@ -16,6 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string text_of(const ci::ExecutionResult& r) {
+  INFO("error: " << r.error << "; stdout: " << r.stdout_text << "; stderr: " << r.stderr_text);
   REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
   REQUIRE(r.results.size() == 1);
   return r.results.at(0).data.at("text/plain");
@@ -145,11 +146,17 @@ TEST_CASE("files past the memory cap in the in-memory filesystem end the runtime
   CHECK(text_of(sb->execute_code("6 * 7")) == "42");
 }
 
-TEST_CASE("JavaScript buffers past the memory cap fail to allocate and the runtime stays under the cap",
+// A JavaScript buffer lives outside the wasm heap, so two mechanisms meet it: RLIMIT_DATA (the allocation fails, and
+// Pyodide raises ConversionError in Python, the state kept) and the RSS watchdog (pages reserved before the limit was
+// set, touched later, reach the cap first: the runtime is ended with the cap outcome). Which comes first depends on
+// where V8 places the buffers (both were seen on this machine, about half the runs each); either way the runtime
+// never holds more than the cap for longer than one watchdog interval, and the host and the sandbox go on.
+TEST_CASE("JavaScript buffers past the memory cap fail to allocate or end the runtime, never pass the cap",
           "[confinement]") {
   ci::PyodideOptions o;
   o.memory_limit_bytes = 512u << 20;
   auto sb = make_sandbox(o);
+  REQUIRE(text_of(sb->execute_code("kept = 'yes'\n1")) == "1");
   // to_js copies the bytes into a new Uint8Array, outside the wasm heap; 40 of 50 MiB would be 2 GiB.
   const auto r = sb->execute_code(
       "from pyodide.ffi import to_js\n"
@@ -162,13 +169,27 @@ TEST_CASE("JavaScript buffers past the memory cap fail to allocate and the runti
       "except Exception as e:\n"
       "    result = type(e).__name__\n"
       "result, len(bufs) < 10\n");
-  // The allocation past the cap fails as an exception in Python; the state is kept.
-  CHECK(text_of(r) == "('ConversionError', True)");
-  const auto kids = test_support::deno_children();
-  REQUIRE(kids.size() == 1);
-  const auto anon_kib = std::stoull(status_field(kids[0], "RssAnon"));
-  CHECK(anon_kib <= (512u << 10));
-  CHECK(text_of(sb->execute_code("len(bufs) > 0")) == "True");
+  INFO("error: " << r.error);
+  if (r.status == ci::ExecutionStatus::kSuccess) {
+    // Met inside Python: the allocation past the cap is an exception, the runtime under the cap, the state kept.
+    CHECK(text_of(r) == "('ConversionError', True)");
+    const auto kids = test_support::deno_children();
+    REQUIRE(kids.size() == 1);
+    const auto anon_kib = std::stoull(status_field(kids[0], "RssAnon"));
+    CHECK(anon_kib <= (512u << 10));
+    CHECK(text_of(sb->execute_code("len(bufs) > 0 and kept == 'yes'")) == "True");
+  } else {
+    // Met by the watchdog: the cap outcome of docs/errors.md, exactly.
+    CHECK(r.status == ci::ExecutionStatus::kError);
+    CHECK(r.exit_code == 1);
+    CHECK(r.state_lost);
+    REQUIRE(r.code_error.has_value());
+    CHECK(r.code_error->name == "MemoryError");
+    CHECK(r.code_error->value == "the runtime exceeded its memory limit of 512 MiB");
+    CHECK(r.results.empty());
+    CHECK(text_of(sb->execute_code("'kept' in globals()")) == "False");
+  }
+  CHECK(text_of(sb->execute_code("6 * 7")) == "42");
 }
 
 TEST_CASE("an idle sandbox, its runtime and its memory watchdog use under 1% of a core over 3 s", "[confinement]") {
