@@ -1,7 +1,8 @@
 #include "http/http_client.hpp"
 
+#include "core/digest.hpp"
+
 #include <curl/curl.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cctype>
@@ -206,20 +207,6 @@ int on_progress(void* arg, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return t->request->cancel.stop_requested() ? 1 : 0;
 }
 
-// Hex SHA-256 (OpenSSL) of a request body, for the SigV4 payload hash.
-std::string sha256_hex(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1) throw std::bad_alloc();
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
-  }
-  return out;
-}
-
 struct CurlGlobal {
   CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
 };
@@ -367,7 +354,7 @@ Exchange HttpClient::perform(const Request& request) {
   // callback (lib/http_aws_sigv4.c) — which is how every body here is sent, so it would sign the wrong hash. It
   // takes the payload hash from an x-amz-content-sha256 header when one is present, and signs that header too.
   if (!request.aws_sigv4.empty() && !has_payload_hash && request.multipart.empty())
-    headers = curl_slist_append(headers, ("x-amz-content-sha256: " + sha256_hex(request.body)).c_str());
+    headers = curl_slist_append(headers, ("x-amz-content-sha256: " + detail::sha256_hex(request.body)).c_str());
 
   curl_mime* mime = nullptr;
   std::vector<std::unique_ptr<ViewReader>> readers;

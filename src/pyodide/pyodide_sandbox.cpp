@@ -34,6 +34,7 @@
 #include "pyodide/frame.hpp"
 #include "pyodide/memory_watchdog.hpp"
 #include "pyodide/runtime.hpp"
+#include "pyodide/snapshot.hpp"
 #include "pyodide/test_switch.hpp"
 
 namespace code_interpreter {
@@ -330,6 +331,7 @@ struct PyodideSandbox::Impl {
   fs::path temp_base;  // where each runtime's RuntimeDir is made
   detail::ConfinementSpec confinement_spec;  // the same for every runtime of the sandbox
   detail::TestConfinement test_mode = detail::TestConfinement::kFull;
+  std::optional<fs::path> snapshot;  // the checked image every runtime restores; nullopt: each loads cold
   mutable std::mutex report_mu;
   ConfinementReport report;  // of the last runtime started
   std::string id = random_id();
@@ -371,7 +373,7 @@ struct PyodideSandbox::Impl {
 
   // Starts a runtime process, with a new private directory and the kernel's confinement, and queues its init
   // frame; readiness is awaited by await_ready().
-  void spawn() {
+  void spawn(bool make_snapshot = false) {
     auto dir = std::make_unique<RuntimeDir>(temp_base);
     const detail::Confinement confinement(confinement_spec);
     const bool realm = test_mode != detail::TestConfinement::kKernelOnly;
@@ -384,6 +386,11 @@ struct PyodideSandbox::Impl {
                  {"packages", options.additional_packages},
                  {"memory_limit", options.memory_limit_bytes},
                  {"realm", realm}};
+    if (make_snapshot) {
+      init["make_snapshot"] = true;
+    } else if (snapshot) {
+      init["snapshot"] = snapshot->string();
+    }
     write_all(h->child.stdin_fd(), detail::encode_frame(init));
     const auto& layers = confinement.layers();
     {
@@ -405,6 +412,99 @@ struct PyodideSandbox::Impl {
       h->child.kill();
       h->child.wait();
     }
+  }
+
+  // Makes the image of a freshly loaded runtime in a throwaway process, which runs no other code, and writes it to
+  // `file`. False, with the reason in `why`, when it cannot; nothing is left running either way.
+  bool make_snapshot(const fs::path& file, std::optional<Clock::time_point> deadline, const std::stop_token& cancel,
+                     std::string& why) {
+    try {
+      spawn(/*make_snapshot=*/true);
+    } catch (const std::exception& e) {
+      why = std::string("cannot start the Pyodide runtime: ") + e.what();
+      return false;
+    }
+    const auto h = current_host();
+    if (!h) {
+      why = "the sandbox is being terminated";
+      return false;
+    }
+    std::string image;
+    for (;;) {
+      Frame f;
+      std::string w;
+      switch (next_frame(*h, deadline, f, w)) {
+        case Wait::kFrame: {
+          const auto t = field_string(f.header, "t");
+          if (t == "snapshot" && image.size() + f.body.size() <= detail::kMaxSnapshotBytes) {
+            image += f.body;
+            continue;
+          }
+          kill_host();
+          if (t == "snapshot_end" && field_int(f.header, "size") == static_cast<std::int64_t>(image.size()) &&
+              !image.empty()) {
+            try {
+              detail::write_snapshot(file, image);
+              return true;
+            } catch (const std::exception& e) {
+              why = std::string("cannot write it: ") + e.what();
+              return false;
+            }
+          }
+          why = t == "snapshot" ? "the image is larger than " + std::to_string(detail::kMaxSnapshotBytes >> 20) + " MiB"
+                                : "unexpected frame '" + t + "' from the runtime making it";
+          return false;
+        }
+        case Wait::kDeadline:
+          kill_host();
+          why = "the runtime making it did not finish in time";
+          return false;
+        case Wait::kWoken:
+          if (terminating || cancel.stop_requested()) {
+            kill_host();
+            why = "cancelled";
+            return false;
+          }
+          break;
+        case Wait::kEof:
+          why = death_description(*h);
+          kill_host();
+          return false;
+        case Wait::kMalformed:
+          kill_host();
+          why = "malformed output from the runtime making it: " + w;
+          return false;
+      }
+    }
+  }
+
+  // The snapshot runtimes of this sandbox restore: the cache's image for this runtime, made now if it is missing or
+  // does not check. nullopt, after one warning, when there is no cache directory or the image cannot be made: every
+  // runtime then loads cold.
+  std::optional<fs::path> find_or_make_snapshot(std::optional<Clock::time_point> deadline,
+                                                const std::stop_token& cancel) {
+    const auto cache = detail::snapshot_cache_dir(options.snapshot_dir);
+    if (!cache) {
+      logger()->warn("sandbox {}: no snapshot cache directory (neither XDG_CACHE_HOME nor HOME is an absolute path, "
+                     "and PyodideOptions::snapshot_dir is not set): every runtime loads cold",
+                     id);
+      return std::nullopt;
+    }
+    const auto file = detail::snapshot_path(*cache, detail::snapshot_key(runtime));
+    if (detail::snapshot_valid(file)) return file;
+    std::error_code ec;
+    if (fs::exists(file, ec)) logger()->warn("sandbox {}: snapshot {} does not check; making it again", id, file.string());
+    std::string why;
+    if (!make_snapshot(file, deadline, cancel, why)) {
+      logger()->warn("sandbox {}: cannot make a snapshot in {}: {}; every runtime loads cold", id, cache->string(), why);
+      return std::nullopt;
+    }
+    if (!detail::snapshot_valid(file)) {
+      logger()->warn("sandbox {}: the snapshot written to {} does not check; every runtime loads cold", id,
+                     file.string());
+      return std::nullopt;
+    }
+    return file;
   }
 
   // Kills the current process and starts a fresh one without waiting for it to load.
@@ -499,7 +599,22 @@ struct PyodideSandbox::Impl {
     std::string message;
   };
 
+  // Waits for the current runtime (started now when there is none) to be ready. A runtime that dies while
+  // restoring the snapshot is started again cold, after one warning, and the snapshot is not used again.
   ReadyError await_ready(std::optional<Clock::time_point> deadline, const std::stop_token& cancel) {
+    auto r = await_ready_once(deadline, cancel);
+    if ((r.kind == ReadyError::kDied || r.kind == ReadyError::kMalformed) && snapshot) {
+      logger()->warn("sandbox {}: a runtime restoring snapshot {} failed ({}); loading cold from now on", id,
+                     snapshot->string(), r.message);
+      std::error_code ignored;
+      fs::remove(*snapshot, ignored);  // made again by the next sandbox created
+      snapshot.reset();
+      r = await_ready_once(deadline, cancel);
+    }
+    return r;
+  }
+
+  ReadyError await_ready_once(std::optional<Clock::time_point> deadline, const std::stop_token& cancel) {
     std::shared_ptr<Host> h;
     {
       std::lock_guard lock(state_mu);
@@ -540,7 +655,8 @@ struct PyodideSandbox::Impl {
           if (t == "init_error") {
             const auto message = field_string(f.header, "message", "unknown error");
             kill_host();
-            return {ReadyError::kInstall, message};
+            return {field_string(f.header, "stage") == "install_packages" ? ReadyError::kInstall : ReadyError::kDied,
+                    message};
           }
           kill_host();
           return {ReadyError::kMalformed, "unexpected frame '" + t + "' before the runtime was ready"};
@@ -1185,6 +1301,16 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   sweep_stale_deno_dirs(base);
   impl->temp_base = base;
 
+  const auto deadline = deadline_from(options.create_timeout, kDefaultCreateTimeout);
+  if (options.use_snapshot && detail::snapshot_cache_dir(options.snapshot_dir)) {
+    // The runtime may read the image (Deno and Landlock): named before the image exists, so that the process
+    // that makes it runs with the very arguments of the ones that restore it.
+    const auto file = detail::snapshot_path(*detail::snapshot_cache_dir(options.snapshot_dir),
+                                            detail::snapshot_key(impl->runtime));
+    readable.push_back(file);
+    spec.readable.push_back(file);
+  }
+
   std::string allow = "--allow-read=";
   for (std::size_t i = 0; i < readable.size(); ++i) {
     if (i) allow += ',';
@@ -1201,6 +1327,8 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
                  std::system_error(e, std::generic_category(), "eventfd"));
   }
 
+  std::stop_callback on_cancel(impl->options.cancel, [p = impl.get()] { p->wake(); });
+  if (impl->options.use_snapshot) impl->snapshot = impl->find_or_make_snapshot(deadline, impl->options.cancel);
   auto cleanup = [&impl] { impl->kill_host(); };
   try {
     impl->spawn();
@@ -1209,8 +1337,6 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
     std::throw_with_nested(SandboxStartError(std::string("cannot start the Pyodide runtime: ") + e.what(),
                                              Stage::kStartRuntime, ErrorKind::kUnavailable));
   }
-  std::stop_callback on_cancel(impl->options.cancel, [p = impl.get()] { p->wake(); });
-  const auto deadline = deadline_from(impl->options.create_timeout, kDefaultCreateTimeout);
   const auto ready = impl->await_ready(deadline, impl->options.cancel);
   if (ready.kind != Impl::ReadyError::kNone) {
     cleanup();

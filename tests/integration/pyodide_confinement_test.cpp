@@ -194,23 +194,12 @@ TEST_CASE("JavaScript buffers past the memory cap fail to allocate or end the ru
 
 TEST_CASE("an idle sandbox, its runtime and its memory watchdog use under 1% of a core over 3 s", "[confinement]") {
   auto sb = make_sandbox();
-  REQUIRE(text_of(sb->execute_code("1 + 1")) == "2");
   const auto kids = test_support::deno_children();
   REQUIRE(kids.size() == 1);
-  // utime + stime of the runtime (clock ticks, /proc/<pid>/stat fields 14 and 15) and of this process.
-  const auto child_ticks = [&] {
-    std::ifstream in("/proc/" + std::to_string(kids[0]) + "/stat");
-    std::string line;
-    std::getline(in, line);
-    std::istringstream rest(line.substr(line.rfind(')') + 2));
-    std::string field;
-    unsigned long long utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && rest >> field; ++i) {
-      if (i == 14) utime = std::stoull(field);
-      if (i == 15) stime = std::stoull(field);
-    }
-    return utime + stime;
-  };
+  REQUIRE(test_support::await_runtime_settled(kids[0]));
+  REQUIRE(text_of(sb->execute_code("1 + 1")) == "2");
+  // utime + stime of the runtime (clock ticks) and of this process.
+  const auto child_ticks = [&] { return test_support::cpu_ticks(kids[0]); };
   const auto self_us = [] {
     rusage u{};
     ::getrusage(RUSAGE_SELF, &u);

@@ -20,25 +20,6 @@ std::string value_of(const ci::ExecutionResult& r) {
   return r.results.at(0).data.at("text/plain");
 }
 
-// utime + stime of a process, in clock ticks (/proc/<pid>/stat fields 14 and 15).
-long cpu_ticks(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const auto close = line.rfind(')');
-  REQUIRE(close != std::string::npos);
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
-  long utime = 0;
-  long stime = 0;
-  for (int i = 3; i <= 15; ++i) {
-    rest >> field;
-    if (i == 14) utime = std::stol(field);
-    if (i == 15) stime = std::stol(field);
-  }
-  return utime + stime;
-}
-
 }  // namespace
 
 TEST_CASE("realm: the Object.prototype getter and toJSON tricks fail on frozen prototypes", "[realm]") {
@@ -318,6 +299,7 @@ TEST_CASE("realm: /files exists in a new sandbox and after a respawn", "[realm][
 
 TEST_CASE("realm: nothing runs after a call returns and an idle sandbox uses under 1% of a core", "[realm][timing]") {
   auto sb = make_sandbox();
+  REQUIRE(test_support::await_runtime_settled(test_support::deno_children().at(0)));
   // Work left behind every way the program can reach: an asyncio task that never ends, timers, and a Worker.
   auto r = sb->execute_code(R"py(import asyncio, pyodide_js
 async def forever():
@@ -341,9 +323,9 @@ await asyncio.sleep(0.01)
   const auto children = test_support::deno_children();
   REQUIRE(children.size() == 1);
   const pid_t pid = children.front();
-  const long before = cpu_ticks(pid);
+  const long before = test_support::cpu_ticks(pid);
   std::this_thread::sleep_for(3s);
-  const long after = cpu_ticks(pid);
+  const long after = test_support::cpu_ticks(pid);
   const long hz = ::sysconf(_SC_CLK_TCK);
   INFO("CPU ticks over 3 s idle: " << (after - before) << " at " << hz << " per second");
   // Measured 3-8 ticks (1-3% of one core) after this program on the 2-core machine, against 0 for a sandbox whose

@@ -45,6 +45,42 @@ inline std::vector<pid_t> deno_children() {
   return pids;
 }
 
+// utime + stime of a process and its threads, in clock ticks (/proc/<pid>/stat fields 14 and 15); -1 when the
+// process is gone.
+inline long cpu_ticks(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return -1;
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  long utime = 0;
+  long stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  return utime + stime;
+}
+
+// A runtime restored from a snapshot goes on compiling Pyodide's code in V8's background threads for a few seconds
+// after it is ready (docs/backends/pyodide.md "Snapshots": about 1.2 s of CPU over 4 s, measured). Waits until
+// `pid` used at most one tick in a 500 ms window, for at most `limit`; false if it never did. Tests of what a
+// program leaves running call it first, so that they measure the program, not the runtime's own start.
+inline bool await_runtime_settled(pid_t pid, std::chrono::milliseconds limit = 15s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  long before = cpu_ticks(pid);
+  while (std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(500ms);
+    const long now = cpu_ticks(pid);
+    if (now < 0) return false;
+    if (now - before <= 1) return true;
+    before = now;
+  }
+  return false;
+}
+
 // Waits up to `limit` for this process to have no Deno child left (a killed child is reaped asynchronously).
 inline bool no_deno_children(std::chrono::milliseconds limit = 3000ms) {
   const auto end = std::chrono::steady_clock::now() + limit;

@@ -38,6 +38,7 @@ ci::ExecuteOptions long_budget() {
 
 TEST_CASE("an idle sandbox uses under 1% of a core over 3 s between calls", "[cpu]") {
   auto sb = fresh();
+  REQUIRE(test_support::await_runtime_settled(security::runtime_pid()));
   REQUIRE(run(*sb, "x = sum(range(1000))").status == ci::ExecutionStatus::kSuccess);
   std::this_thread::sleep_for(200ms);
   const double used = security::cpu_percent_over(security::runtime_pid(), 3s);
@@ -46,6 +47,7 @@ TEST_CASE("an idle sandbox uses under 1% of a core over 3 s between calls", "[cp
 
 TEST_CASE("no CPU is used after a call returns: Workers, timers and pending tasks stay still", "[cpu]") {
   auto sb = fresh();
+  REQUIRE(test_support::await_runtime_settled(security::runtime_pid()));
   const auto r = run(*sb, kPrelude + R"PY(
 g = await find_global()
 busy = 'for(;;){}'

@@ -36,8 +36,12 @@ inline std::string confinement_mode() {
   return mode.empty() ? "full" : mode;
 }
 
-/// A fresh sandbox for one hostile program.
+/// A fresh sandbox for one hostile program: restored from the snapshot, or loaded cold when the run has
+/// CI_TEST_COLD_START=1 (the security.cold.* registration), so the battery holds for both kinds of runtime.
 inline std::unique_ptr<ci::PyodideSandbox> fresh(ci::PyodideOptions options = {}) {
+  if (const char* v = std::getenv("CI_TEST_COLD_START"); v != nullptr && std::string(v) == "1") {
+    options.use_snapshot = false;
+  }
   return ci::PyodideSandbox::create(std::move(options));
 }
 
@@ -169,26 +173,12 @@ inline pid_t runtime_pid() {
   return pids.front();
 }
 
-/// utime + stime of a process, in clock ticks (from /proc/<pid>/stat), including its threads.
-inline long cpu_ticks(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(in, line);
-  const auto close = line.rfind(')');
-  std::istringstream rest(line.substr(close + 2));
-  std::vector<std::string> fields;
-  std::string f;
-  while (rest >> f) fields.push_back(f);
-  // After "pid (comm) ": state is field 3, utime field 14, stime field 15 (1-based in proc(5)).
-  return std::stol(fields.at(11)) + std::stol(fields.at(12));
-}
-
 /// Share of one core the process used over `window`, in percent.
 inline double cpu_percent_over(pid_t pid, std::chrono::milliseconds window) {
   const long hz = ::sysconf(_SC_CLK_TCK);
-  const long before = cpu_ticks(pid);
+  const long before = test_support::cpu_ticks(pid);
   std::this_thread::sleep_for(window);
-  const long after = cpu_ticks(pid);
+  const long after = test_support::cpu_ticks(pid);
   return 100.0 * static_cast<double>(after - before) / (static_cast<double>(hz) * window.count() / 1000.0);
 }
 

@@ -56,6 +56,8 @@ sandbox.postMessage({
     realm: init.realm !== false,
     wheels: Array.isArray(init.wheels) ? init.wheels.filter((w) => typeof w === "string") : [],
     packages: Array.isArray(init.packages) ? init.packages.filter((p) => typeof p === "string") : [],
+    snapshot: typeof init.snapshot === "string" ? init.snapshot : undefined,
+    make_snapshot: init.make_snapshot === true,
   },
   requests: requestsShared,
   responses: answersShared,
@@ -153,6 +155,15 @@ for (;;) {
     if (header.t === "ready") {
       ready = true;
       send({ t: "ready", protocol: PROTOCOL_VERSION, pyodide: str(header.pyodide), python: str(header.python) });
+      continue;
+    }
+    // A runtime started to make a snapshot sends the image before it would be ready (python_worker.mjs).
+    if (init.make_snapshot === true && header.t === "snapshot") {
+      send({ t: "snapshot" }, body);
+      continue;
+    }
+    if (init.make_snapshot === true && header.t === "snapshot_end") {
+      send({ t: "snapshot_end", size: int(header.size) });
       continue;
     }
     if (header.t === "init_error") {

@@ -1,0 +1,113 @@
+#include "pyodide/snapshot.hpp"
+
+#include "core/digest.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <random>
+#include <system_error>
+#include <tuple>
+
+namespace code_interpreter::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<std::string> read_all(const fs::path& file, std::size_t max) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  if (ec || size > max) return std::nullopt;
+  std::string data(static_cast<std::size_t>(size), '\0');
+  if (!in.read(data.data(), static_cast<std::streamsize>(data.size()))) return std::nullopt;
+  return data;
+}
+
+// Files found valid in this process, by path, with the size and modification time they had then.
+std::mutex g_checked_mu;
+std::map<fs::path, std::tuple<std::uintmax_t, fs::file_time_type>> g_checked;
+
+}  // namespace
+
+std::string snapshot_key(const Runtime& rt) {
+  std::string material = "code_interpreter pyodide snapshot\n";
+  material += std::string(kPyodideVersion) + '\n' + kDenoVersion + '\n' + std::to_string(kHostProtocolVersion) + '\n';
+  for (const char* name : {"python_worker.mjs", "host.mjs", "package-lock.json", "node_modules/pyodide/package.json",
+                           "node_modules/pyodide/pyodide-lock.json"}) {
+    const auto bytes = read_all(rt.dir / name, std::size_t{64} << 20);
+    material += name;
+    material += '\n';
+    material += sha256_hex(bytes.value_or(std::string{}));
+    material += '\n';
+  }
+  return sha256_hex(material);
+}
+
+std::optional<fs::path> snapshot_cache_dir(const std::optional<fs::path>& dir) {
+  if (dir) return *dir;
+  for (const auto& [var, tail] : {std::pair{"XDG_CACHE_HOME", "code_interpreter/pyodide"},
+                                  std::pair{"HOME", ".cache/code_interpreter/pyodide"}}) {
+    const char* value = std::getenv(var);
+    if (value != nullptr && value[0] == '/') return fs::path(value) / tail;
+  }
+  return std::nullopt;
+}
+
+fs::path snapshot_path(const fs::path& cache, const std::string& key) { return cache / ("snapshot-" + key + ".bin"); }
+
+bool snapshot_valid(const fs::path& file) {
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  if (ec) return false;
+  const auto mtime = fs::last_write_time(file, ec);
+  if (ec) return false;
+  {
+    std::lock_guard lock(g_checked_mu);
+    const auto it = g_checked.find(file);
+    if (it != g_checked.end() && it->second == std::tuple{size, mtime}) return true;
+  }
+  const auto data = read_all(file, kMaxSnapshotBytes + kSnapshotHeaderBytes);
+  if (!data || data->size() <= kSnapshotHeaderBytes || data->compare(0, kSnapshotMagic.size(), kSnapshotMagic) != 0 ||
+      (*data)[kSnapshotHeaderBytes - 1] != '\n') {
+    return false;
+  }
+  const std::string_view image = std::string_view(*data).substr(kSnapshotHeaderBytes);
+  if (std::string_view(*data).substr(kSnapshotMagic.size(), 64) != sha256_hex(image)) return false;
+  std::lock_guard lock(g_checked_mu);
+  g_checked[file] = {size, mtime};
+  return true;
+}
+
+void write_snapshot(const fs::path& file, std::string_view image) {
+  fs::create_directories(file.parent_path());
+  std::random_device rd;
+  const fs::path tmp = file.parent_path() / (file.filename().string() + ".tmp" + std::to_string(::getpid()) + "-" +
+                                             std::to_string(rd()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << kSnapshotMagic << sha256_hex(image) << "       \n";
+    out.write(image.data(), static_cast<std::streamsize>(image.size()));
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw std::system_error(errno ? errno : EIO, std::generic_category(), "writing " + tmp.string());
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw fs::filesystem_error("rename", tmp, file, ec);
+  }
+}
+
+}  // namespace code_interpreter::detail

@@ -1,0 +1,40 @@
+// Memory snapshots of a freshly loaded Pyodide runtime: where they live, what they are keyed by, and how a file is
+// checked before a runtime restores it (docs/backends/pyodide.md "Snapshots", docs/protocols/pyodide.md §1.9).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "pyodide/runtime.hpp"
+
+namespace code_interpreter::detail {
+
+/// The file's first 80 bytes: magic, the 64 lowercase hex digits of the image's SHA-256, 7 spaces, '\n'; the
+/// image follows, at an offset that keeps Pyodide's typed-array views of it aligned.
+inline constexpr std::string_view kSnapshotMagic = "CISNAP1 ";
+inline constexpr std::size_t kSnapshotHeaderBytes = 80;
+/// Larger images are refused (today's is 30 MiB).
+inline constexpr std::size_t kMaxSnapshotBytes = std::size_t{256} << 20;
+
+/// What shapes an image: the library's Pyodide and Deno versions, the host protocol, and the bytes of the host
+/// scripts and lock files of `rt` (a different Pyodide build or worker makes a different key). 64 hex digits.
+std::string snapshot_key(const Runtime& rt);
+
+/// The cache directory: `dir` when given; else `$XDG_CACHE_HOME/code_interpreter/pyodide`, else
+/// `$HOME/.cache/code_interpreter/pyodide`; nullopt when neither variable is set (or set to a relative path).
+std::optional<std::filesystem::path> snapshot_cache_dir(const std::optional<std::filesystem::path>& dir);
+
+/// `<cache>/snapshot-<key>.bin`.
+std::filesystem::path snapshot_path(const std::filesystem::path& cache, const std::string& key);
+
+/// Whether `file` holds a well-formed image whose SHA-256 matches its header. A file checked once in this process
+/// is not read again while its size and modification time stay the same.
+bool snapshot_valid(const std::filesystem::path& file);
+
+/// Writes `image` to `file` atomically (a temporary file in the same directory, renamed over it), creating the
+/// directory. @throws std::filesystem::filesystem_error or std::system_error when it cannot.
+void write_snapshot(const std::filesystem::path& file, std::string_view image);
+
+}  // namespace code_interpreter::detail

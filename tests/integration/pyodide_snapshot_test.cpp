@@ -1,0 +1,225 @@
+// Memory snapshots (PyodideOptions::use_snapshot, snapshot_dir): the image is made once and restored by every
+// runtime after; a corrupt, unusable or unwritable one means a cold load with one warning, never a failed create.
+#include <catch2/catch.hpp>
+#include <openssl/evp.h>
+#include <spdlog/sinks/ostream_sink.h>
+
+#include "code_interpreter/logging.hpp"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "pyodide_test_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string text_of(const ci::ExecutionResult& r) {
+  INFO("error: " << r.error << "; stderr: " << r.stderr_text);
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  REQUIRE(r.results.size() == 1);
+  return r.results.at(0).data.at("text/plain");
+}
+
+std::string sha256_hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  REQUIRE(EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) == 1);
+  std::string out;
+  for (unsigned int i = 0; i < length; ++i) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
+  return out;
+}
+
+// A directory of its own under the temporary directory, removed at the end of the test.
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("ci-snapshot-test-" + std::to_string(::getpid()));
+  TempDir() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+// The snapshot files in `dir`.
+std::vector<fs::path> images(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) out.push_back(e.path());
+  return out;
+}
+
+// What the library logs while `f` runs.
+template <class F>
+std::string captured_log(F&& f) {
+  std::ostringstream captured;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  auto logger = std::make_shared<spdlog::logger>("capture", sink);
+  logger->set_level(spdlog::level::warn);
+  ci::set_logger(logger);
+  try {
+    f();
+  } catch (...) {
+    ci::set_logger(nullptr);
+    throw;
+  }
+  ci::set_logger(nullptr);
+  return captured.str();
+}
+
+long count_of(const std::string& text, const std::string& what) {
+  long n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+ci::PyodideOptions in(const fs::path& dir) {
+  ci::PyodideOptions o;
+  o.snapshot_dir = dir;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("the first sandbox makes the snapshot, the next restore it, and every one draws its own random numbers",
+          "[snapshot]") {
+  TempDir dir;
+  std::string first_random;
+  const auto log = captured_log([&] {
+    auto a = ci::PyodideSandbox::create(in(dir.path));
+    first_random = text_of(a->execute_code("import random\nrandom.random()"));
+  });
+  CHECK(log.empty());
+  const auto files = images(dir.path);
+  REQUIRE(files.size() == 1);
+  const auto name = files[0].filename().string();
+  CHECK(name.size() == std::string("snapshot-.bin").size() + 64);
+  CHECK(name.rfind("snapshot-", 0) == 0);
+  // The file: magic, the image's SHA-256, padding to 80 bytes, the image (about 30 MiB).
+  const auto bytes = test_support::read_text(files[0]);
+  REQUIRE(bytes.size() > (std::size_t{16} << 20));
+  CHECK(bytes.substr(0, 8) == "CISNAP1 ");
+  CHECK(bytes.substr(8, 64) == sha256_hex(bytes.substr(80)));
+  CHECK(bytes.substr(72, 8) == "       \n");
+  const auto written = fs::last_write_time(files[0]);
+
+  auto b = ci::PyodideSandbox::create(in(dir.path));
+  auto c = ci::PyodideSandbox::create(in(dir.path));
+  const auto rb = text_of(b->execute_code("import random\nrandom.random()"));
+  const auto rc = text_of(c->execute_code("import random\nrandom.random()"));
+  CHECK(rb != rc);
+  CHECK(rb != first_random);
+  // Restored, not made again; and a restored runtime is a whole Python with /files and the state of its own.
+  CHECK(fs::last_write_time(files[0]) == written);
+  CHECK(text_of(b->execute_code("import os, sys\nx = 7\n(sys.version_info[:2], os.path.isdir('/files'))")) ==
+        "((3, 14), True)");
+  CHECK(text_of(c->execute_code("'x' in globals()")) == "False");
+  CHECK(b->confinement().realm == (std::getenv("CODE_INTERPRETER_TEST_CONFINEMENT") == nullptr ||
+                                   std::string(std::getenv("CODE_INTERPRETER_TEST_CONFINEMENT")) != "kernel-only"));
+}
+
+TEST_CASE("a snapshot whose bytes do not match its digest is made again, with one warning", "[snapshot]") {
+  TempDir dir;
+  { auto a = ci::PyodideSandbox::create(in(dir.path)); }
+  const auto file = images(dir.path).at(0);
+  auto bytes = test_support::read_text(file);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  { std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes; }
+  std::unique_ptr<ci::PyodideSandbox> b;
+  const auto log = captured_log([&] { b = ci::PyodideSandbox::create(in(dir.path)); });
+  CHECK(count_of(log, "does not check; making it again") == 1);
+  CHECK(count_of(log, "[warning]") == 1);
+  CHECK(text_of(b->execute_code("6 * 7")) == "42");
+  const auto again = test_support::read_text(file);
+  CHECK(again != bytes);
+  CHECK(again.substr(8, 64) == sha256_hex(again.substr(80)));
+}
+
+TEST_CASE("an image that checks but cannot be restored falls back to a cold load and is removed", "[snapshot]") {
+  TempDir dir;
+  { auto a = ci::PyodideSandbox::create(in(dir.path)); }
+  const auto file = images(dir.path).at(0);
+  // Well formed, with a correct digest, but not a Pyodide memory image (as after a Pyodide build change under the
+  // same key): only restoring it can tell.
+  const std::string image(std::size_t{1} << 20, 'z');
+  { std::ofstream(file, std::ios::binary | std::ios::trunc) << "CISNAP1 " << sha256_hex(image) << "       \n" << image; }
+  std::unique_ptr<ci::PyodideSandbox> b;
+  const auto log = captured_log([&] { b = ci::PyodideSandbox::create(in(dir.path)); });
+  CHECK(count_of(log, "failed (") == 1);
+  CHECK(count_of(log, "loading cold from now on") == 1);
+  CHECK(count_of(log, "[warning]") == 1);
+  CHECK_FALSE(fs::exists(file));
+  CHECK(text_of(b->execute_code("6 * 7")) == "42");
+  // The next sandbox makes it again.
+  auto c = ci::PyodideSandbox::create(in(dir.path));
+  CHECK(fs::exists(file));
+  CHECK(text_of(c->execute_code("6 * 7")) == "42");
+}
+
+TEST_CASE("an unwritable snapshot directory means cold loads with one warning", "[snapshot]") {
+  TempDir dir;
+  const auto blocker = dir.path / "a-file";
+  { std::ofstream(blocker) << "not a directory"; }
+  std::unique_ptr<ci::PyodideSandbox> sb;
+  const auto log = captured_log([&] { sb = ci::PyodideSandbox::create(in(blocker / "cache")); });
+  CHECK(count_of(log, "cannot make a snapshot in") == 1);
+  CHECK(count_of(log, "every runtime loads cold") == 1);
+  CHECK(count_of(log, "[warning]") == 1);
+  CHECK(text_of(sb->execute_code("6 * 7")) == "42");
+  CHECK(images(dir.path).size() == 1);  // only the blocker
+}
+
+TEST_CASE("with neither HOME nor XDG_CACHE_HOME set the sandbox loads cold with one warning", "[snapshot]") {
+  const std::string home = std::getenv("HOME") ? std::getenv("HOME") : "";
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const std::string xdg_value = xdg ? xdg : "";
+  ::unsetenv("HOME");
+  ::unsetenv("XDG_CACHE_HOME");
+  std::unique_ptr<ci::PyodideSandbox> sb;
+  std::string log;
+  try {
+    log = captured_log([&] { sb = ci::PyodideSandbox::create(); });
+  } catch (...) {
+    if (!home.empty()) ::setenv("HOME", home.c_str(), 1);
+    if (xdg) ::setenv("XDG_CACHE_HOME", xdg_value.c_str(), 1);
+    throw;
+  }
+  if (!home.empty()) ::setenv("HOME", home.c_str(), 1);
+  if (xdg) ::setenv("XDG_CACHE_HOME", xdg_value.c_str(), 1);
+  CHECK(count_of(log, "no snapshot cache directory") == 1);
+  CHECK(count_of(log, "[warning]") == 1);
+  CHECK(text_of(sb->execute_code("6 * 7")) == "42");
+}
+
+TEST_CASE("use_snapshot false loads cold and writes no image", "[snapshot]") {
+  TempDir dir;
+  auto o = in(dir.path);
+  o.use_snapshot = false;
+  auto sb = ci::PyodideSandbox::create(o);
+  CHECK(text_of(sb->execute_code("6 * 7")) == "42");
+  CHECK(images(dir.path).empty());
+}
+
+TEST_CASE("a runtime killed after a timeout comes back restored, with a fresh state and its own random numbers",
+          "[snapshot]") {
+  TempDir dir;
+  auto o = in(dir.path);
+  o.interrupt_grace = std::chrono::milliseconds(0);
+  auto sb = ci::PyodideSandbox::create(o);
+  const auto before = text_of(sb->execute_code("import random\nkept = 1\nrandom.random()"));
+  ci::ExecuteOptions t;
+  t.timeout = std::chrono::milliseconds(300);
+  const auto r = sb->execute_code("while True: pass", t);
+  CHECK(r.status == ci::ExecutionStatus::kTimeout);
+  CHECK(r.state_lost);
+  CHECK(text_of(sb->execute_code("'kept' in globals()")) == "False");
+  CHECK(text_of(sb->execute_code("import random\nrandom.random()")) != before);
+  CHECK(images(dir.path).size() == 1);
+}
