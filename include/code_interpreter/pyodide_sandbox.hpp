@@ -91,7 +91,8 @@ struct PyodideOptions {
 /// wheels), interrupt; no shell commands, no network; upload_dir "/files".
 class CODE_INTERPRETER_EXPORT PyodideSandbox final : public CodeInterpreterSandbox {
  public:
-  /// Starts the runtime and waits until Python is ready (about 3 s on an idle 2-core machine; more under load).
+  /// Starts the runtime and waits until Python is ready: about 0.5 s restoring the snapshot (use_snapshot), 3-4 s
+  /// loading cold, on an idle 2-core machine; the first create of a runtime build makes the snapshot (3-5 s more).
   /// @throws TemplateBuildError (stage template_build) if the runtime is missing or of the wrong version.
   /// @throws SandboxStartError (stages configure, start_runtime, install_packages) otherwise; nothing is left
   ///         running.

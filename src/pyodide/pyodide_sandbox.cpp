@@ -1317,7 +1317,7 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
     allow += readable[i].string();
   }
   impl->deno_args = {"run",     "--no-prompt", "--no-remote", "--no-config", "--no-npm", "--no-lock",
-                     allow,     "--v8-flags=--disallow-code-generation-from-strings",
+                     allow,     "--v8-flags=--disallow-code-generation-from-strings,--no-wasm-dynamic-tiering",
                      impl->runtime.host_script.string()};
   impl->options = std::move(options);
   impl->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

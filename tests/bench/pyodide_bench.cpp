@@ -208,7 +208,7 @@ RawRun raw_run(const Args& args, int warm_calls) {
                                      "--no-npm",
                                      "--no-lock",
                                      allow,
-                                     "--v8-flags=--disallow-code-generation-from-strings",
+                                     "--v8-flags=--disallow-code-generation-from-strings,--no-wasm-dynamic-tiering",
                                      script.string(),
                                      runtime.string(),
                                      std::to_string(warm_calls > 0 ? kWarmup : 0),

@@ -1,7 +1,7 @@
 // Host of the local Pyodide sandbox: one Deno process per sandbox, driven by the C++ library over stdin/stdout.
 //
 // Started as `deno run --no-prompt --no-remote --no-config --no-npm --no-lock --allow-read=<host files>,<pyodide
-// dir>[,<wheel dir>] --v8-flags=--disallow-code-generation-from-strings host.mjs` with a minimal environment and a
+// dir>[,<wheel dir>] --v8-flags=--disallow-code-generation-from-strings,--no-wasm-dynamic-tiering host.mjs` with a minimal environment and a
 // private DENO_DIR (docs/protocols/pyodide.md §2.5–2.6); see PyodideSandbox::create.
 //
 // Two realms (docs/architecture.md, "The two realms"). This main thread and the stdin worker are the protocol realm:
