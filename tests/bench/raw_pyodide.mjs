@@ -1,6 +1,7 @@
 // The baseline of pyodide_bench: Pyodide driven directly, with nothing of the sandbox's transport in between.
 //
 //   deno run <the sandbox's flags> raw_pyodide.mjs <runtime dir> <warm-up calls> <timed calls> [--interrupt-buffer]
+//     [--snapshot FILE]
 //
 // It loads Pyodide and runner.py the way host.mjs does, so the only difference to the sandbox is the C++ <-> Deno
 // frame transport: the stdin worker, the shared ring to the main thread, and the pipes. It prints one JSON line:
@@ -20,6 +21,9 @@ const count = Number.parseInt(countArg, 10) || 0;
 // host.mjs always installs an interrupt buffer, which Python polls while it runs; off by default so the baseline is
 // plain Pyodide, and available to measure what the buffer itself costs.
 const withInterruptBuffer = flags.includes("--interrupt-buffer");
+// --snapshot FILE: restore the library's snapshot file (an 80-byte header, then the image) instead of loading.
+const snapshotAt = flags.indexOf("--snapshot");
+const snapshot = snapshotAt >= 0 ? Deno.readFileSync(flags[snapshotAt + 1]).subarray(80) : undefined;
 
 const { loadPyodide } = await import(new URL("./node_modules/pyodide/pyodide.mjs", runtimeDir).href);
 
@@ -29,6 +33,7 @@ const pyodide = await loadPyodide({
   jsglobals: Object.create(null),
   stdout: () => {},
   stderr: () => {},
+  ...(snapshot ? { _loadSnapshot: snapshot } : {}),
 });
 if (withInterruptBuffer) pyodide.setInterruptBuffer(new Uint8Array(new SharedArrayBuffer(1)));
 
