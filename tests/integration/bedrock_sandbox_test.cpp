@@ -2,6 +2,7 @@
 // request's SigV4 signature verified by the official @smithy/signature-v4): the scenarios the official AWS
 // client runs in tests/conformance/bedrock, from C++.
 #include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -193,12 +194,16 @@ TEST_CASE("bedrock: a command over its timeout is stopped: TIMEOUT/execution", "
   auto sandbox = BedrockAgentCoreSandbox::create(server.options());
   CommandOptions options;
   options.timeout = 800ms;
-  const auto r = sandbox->execute_command("echo started; sleep 30; echo never", options);
+  // A duration of this process's own ("sleep 30.<pid>1"): other tests running at the same time start their own
+  // "sleep 30" on this machine, which a plain pattern would find.
+  const std::string sleeper = "sleep 30." + std::to_string(::getpid()) + "1";
+  const auto r = sandbox->execute_command("echo started; " + sleeper + "; echo never", options);
   CHECK(r.status == ExecutionStatus::kTimeout);
   CHECK(r.timeout_kind == TimeoutKind::kExecution);
   CHECK(r.stdout_text == "started\n");
   CHECK(server.requests("invoke", "stopTask").size() == 1);
-  const auto ps = sandbox->execute_command("pgrep -f '[s]leep 30' >/dev/null && echo running || echo gone");
+  const auto ps =
+      sandbox->execute_command("pgrep -f '[s]" + sleeper.substr(1) + "' >/dev/null && echo running || echo gone");
   CHECK(ps.stdout_text == "gone\n");
   sandbox->terminate();
 }

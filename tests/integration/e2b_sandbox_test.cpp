@@ -1,6 +1,7 @@
 // E2BSandbox against the local E2B-protocol server (real python3, bash and files): the scenarios the official
 // clients run in tests/conformance/e2b, from C++.
 #include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
@@ -223,14 +224,18 @@ TEST_CASE("a command over its timeout is killed: TIMEOUT/execution", "[e2b]") {
   CommandOptions options;
   options.timeout = 700ms;
   const auto start = std::chrono::steady_clock::now();
-  const auto r = sandbox->execute_command("echo started; sleep 30; echo never", options);
+  // A duration of this process's own ("sleep 30.<pid>2"): other tests running at the same time start their own
+  // "sleep 30" on this machine, which a plain pattern would find.
+  const std::string sleeper = "sleep 30." + std::to_string(::getpid()) + "2";
+  const auto r = sandbox->execute_command("echo started; " + sleeper + "; echo never", options);
   CHECK(std::chrono::steady_clock::now() - start < 10s);
   CHECK(r.status == ExecutionStatus::kTimeout);
   CHECK(r.timeout_kind == TimeoutKind::kExecution);
   CHECK(r.stdout_text == "started\n");
   CHECK_FALSE(r.failure);
   // The process is gone: nothing named sleep runs in this sandbox any more.
-  const auto ps = sandbox->execute_command("pgrep -f '[s]leep 30' >/dev/null && echo running || echo gone");
+  const auto ps =
+      sandbox->execute_command("pgrep -f '[s]" + sleeper.substr(1) + "' >/dev/null && echo running || echo gone");
   CHECK(ps.stdout_text == "gone\n");
   sandbox->terminate();
 }
