@@ -1,5 +1,5 @@
 // PyodideSandbox: one Deno + Pyodide process per sandbox, spoken to in frames (frame.hpp, host/host.mjs).
-// The posture, timeouts and output handling follow docs/protocols/pyodide.md §1.4–§1.8 and §2.5–§2.6.
+// The posture, timeouts and output handling follow docs/protocols/pyodide.md (its Pyodide and Deno sections).
 #include "code_interpreter/pyodide_sandbox.hpp"
 
 #include <poll.h>

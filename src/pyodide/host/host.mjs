@@ -2,7 +2,7 @@
 //
 // Started as `deno run --no-prompt --no-remote --no-config --no-npm --no-lock --allow-read=<host files>,<pyodide
 // dir>[,<wheel dir>] --v8-flags=--disallow-code-generation-from-strings,--no-wasm-dynamic-tiering host.mjs` with a minimal environment and a
-// private DENO_DIR (docs/protocols/pyodide.md §2.5–2.6); see PyodideSandbox::create.
+// private DENO_DIR (docs/protocols/pyodide.md "Permissions", "The posture used"); see PyodideSandbox::create.
 //
 // Two realms (docs/architecture.md, "The two realms"). This main thread and the stdin worker are the protocol realm:
 // they alone hold stdin, stdout and the frame token. Python runs in the sandbox realm, python_worker.mjs, a Web

@@ -262,7 +262,7 @@ async function init(message) {
     } catch (e) {
       messages.push(String(e && e.message ? e.message : e));
     }
-    // loadPackage resolves even when nothing was installed (docs/protocols/pyodide.md §1.8): import each one to be sure.
+    // loadPackage resolves even when nothing was installed (docs/protocols/pyodide.md "Packages offline"): import each one to be sure.
     for (const name of names) {
       try {
         runner.verify_distribution(name);
@@ -288,7 +288,7 @@ async function init(message) {
   return true;
 }
 
-// ---- memory snapshots (docs/protocols/pyodide.md §1.9) ----
+// ---- memory snapshots (docs/protocols/pyodide.md "Memory snapshots") ----
 
 // The snapshot file: an 80-byte header (SNAPSHOT_MAGIC, the 64 hex digits of the image's SHA-256, 7 spaces, "\n"),
 // then the image, whose views stay aligned at that offset. The C++ side has checked the digest before naming the
@@ -367,7 +367,7 @@ async function execute(header, body) {
   return true;
 }
 
-// ---- the in-memory filesystem (docs/protocols/pyodide.md §1.7) ----
+// ---- the in-memory filesystem (docs/protocols/pyodide.md "The filesystem") ----
 
 function errnoName(e) {
   if (e && typeof e.errno === "number") {

@@ -2,7 +2,7 @@
 #
 # Lives in a module of its own; user code gets a separate globals dict that persists across calls of one sandbox.
 # Catching BaseException here is what keeps SystemExit and KeyboardInterrupt from escaping into the JS event loop
-# (docs/protocols/pyodide.md §1.5); _on_interrupt below keeps the host's interrupt from being raised outside the user's code.
+# (docs/protocols/pyodide.md "Runs, results and errors"); _on_interrupt below keeps the host's interrupt from being raised outside the user's code.
 import asyncio as _asyncio
 import json as _json
 import os as _os
@@ -96,7 +96,7 @@ def _exit_code(code):
 # it is raised only while the user's code is on the stack. Elsewhere (awaits, and time.sleep, run the event loop
 # while the user's frames are suspended) the run's task is cancelled instead, which raises CancelledError at the
 # await where the user's code waits. Code suspended inside time.sleep never sees either; the C++ side repeats the
-# interrupt through the grace period and then kills the runtime (docs/protocols/pyodide.md §1.6: time.sleep is not interruptible).
+# interrupt through the grace period and then kills the runtime (docs/protocols/pyodide.md "Interrupts": time.sleep is not interruptible).
 _run_task = None
 
 

@@ -1,6 +1,6 @@
 // The host's stdin reader, part of the protocol realm. It runs in a Web Worker so that it keeps reading while Python
 // runs: an "interrupt" frame from the C++ side is acted on at once by writing SIGINT (2) into Pyodide's interrupt
-// buffer (docs/protocols/pyodide.md §1.6), which Python checks between bytecodes. The first frame, "init", goes to
+// buffer (docs/protocols/pyodide.md "Interrupts"), which Python checks between bytecodes. The first frame, "init", goes to
 // host.mjs through the answer ring, before the sandbox worker exists (it holds the frame token, which the sandbox
 // worker must never see; host.mjs wipes the ring after reading it). A postMessage from this worker would never be
 // delivered: its event loop does not turn once the read loop runs. Every later "exec" and "fs" frame
