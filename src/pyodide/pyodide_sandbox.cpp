@@ -478,30 +478,27 @@ struct PyodideSandbox::Impl {
     }
   }
 
-  // The snapshot runtimes of this sandbox restore: the cache's image for this runtime, made now if it is missing or
-  // does not check. nullopt, after one warning, when there is no cache directory or the image cannot be made: every
-  // runtime then loads cold.
-  std::optional<fs::path> find_or_make_snapshot(std::optional<Clock::time_point> deadline,
+  // The snapshot runtimes of this sandbox restore: `file` (the cache's image for this runtime), made now if it is
+  // missing or does not check. nullopt, after one warning, when there is no cache directory (`file` nullopt) or the
+  // image cannot be made: every runtime then loads cold.
+  std::optional<fs::path> find_or_make_snapshot(const std::optional<fs::path>& file,
+                                                std::optional<Clock::time_point> deadline,
                                                 const std::stop_token& cancel) {
-    const auto cache = detail::snapshot_cache_dir(options.snapshot_dir);
-    if (!cache) {
+    if (!file) {
       logger()->warn("sandbox {}: no snapshot cache directory (neither XDG_CACHE_HOME nor HOME is an absolute path, "
                      "and PyodideOptions::snapshot_dir is not set): every runtime loads cold",
                      id);
       return std::nullopt;
     }
-    const auto file = detail::snapshot_path(*cache, detail::snapshot_key(runtime));
-    if (detail::snapshot_valid(file)) return file;
+    if (detail::snapshot_valid(*file)) return file;
     std::error_code ec;
-    if (fs::exists(file, ec)) logger()->warn("sandbox {}: snapshot {} does not check; making it again", id, file.string());
-    std::string why;
-    if (!make_snapshot(file, deadline, cancel, why)) {
-      logger()->warn("sandbox {}: cannot make a snapshot in {}: {}; every runtime loads cold", id, cache->string(), why);
-      return std::nullopt;
+    if (fs::exists(*file, ec)) {
+      logger()->warn("sandbox {}: snapshot {} does not check; making it again", id, file->string());
     }
-    if (!detail::snapshot_valid(file)) {
-      logger()->warn("sandbox {}: the snapshot written to {} does not check; every runtime loads cold", id,
-                     file.string());
+    std::string why;
+    if (!make_snapshot(*file, deadline, cancel, why)) {
+      logger()->warn("sandbox {}: cannot make a snapshot in {}: {}; every runtime loads cold", id,
+                     file->parent_path().string(), why);
       return std::nullopt;
     }
     return file;
@@ -1302,13 +1299,13 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   impl->temp_base = base;
 
   const auto deadline = deadline_from(options.create_timeout, kDefaultCreateTimeout);
-  if (options.use_snapshot && detail::snapshot_cache_dir(options.snapshot_dir)) {
+  std::optional<fs::path> snapshot_file;
+  if (const auto cache = detail::snapshot_cache_dir(options.snapshot_dir); options.use_snapshot && cache) {
     // The runtime may read the image (Deno and Landlock): named before the image exists, so that the process
     // that makes it runs with the very arguments of the ones that restore it.
-    const auto file = detail::snapshot_path(*detail::snapshot_cache_dir(options.snapshot_dir),
-                                            detail::snapshot_key(impl->runtime));
-    readable.push_back(file);
-    spec.readable.push_back(file);
+    snapshot_file = detail::snapshot_path(*cache, detail::snapshot_key(impl->runtime));
+    readable.push_back(*snapshot_file);
+    spec.readable.push_back(*snapshot_file);
   }
 
   std::string allow = "--allow-read=";
@@ -1328,7 +1325,9 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   }
 
   std::stop_callback on_cancel(impl->options.cancel, [p = impl.get()] { p->wake(); });
-  if (impl->options.use_snapshot) impl->snapshot = impl->find_or_make_snapshot(deadline, impl->options.cancel);
+  if (impl->options.use_snapshot) {
+    impl->snapshot = impl->find_or_make_snapshot(snapshot_file, deadline, impl->options.cancel);
+  }
   auto cleanup = [&impl] { impl->kill_host(); };
   try {
     impl->spawn();

@@ -108,6 +108,13 @@ void write_snapshot(const fs::path& file, std::string_view image) {
     fs::remove(tmp, ignored);
     throw fs::filesystem_error("rename", tmp, file, ec);
   }
+  // Written from the image just hashed: snapshot_valid need not read it back.
+  const auto size = fs::file_size(file, ec);
+  const auto mtime = fs::last_write_time(file, ec);
+  if (!ec) {
+    std::lock_guard lock(g_checked_mu);
+    g_checked[file] = {size, mtime};
+  }
 }
 
 }  // namespace code_interpreter::detail

@@ -34,7 +34,7 @@ std::filesystem::path snapshot_path(const std::filesystem::path& cache, const st
 bool snapshot_valid(const std::filesystem::path& file);
 
 /// Writes `image` to `file` atomically (a temporary file in the same directory, renamed over it), creating the
-/// directory. @throws std::filesystem::filesystem_error or std::system_error when it cannot.
+/// directory, and counts the file as checked by snapshot_valid. @throws std::filesystem::filesystem_error or std::system_error when it cannot.
 void write_snapshot(const std::filesystem::path& file, std::string_view image);
 
 }  // namespace code_interpreter::detail
