@@ -172,6 +172,42 @@ await attempt('Deno.symlinkSync', lambda: need(g).Deno.symlinkSync('/etc/passwd'
   CHECK(fs::is_empty(scratch.dir()));
 }
 
+TEST_CASE("no route changes, removes or plants a file beside the snapshot image every later runtime restores",
+          "[host]") {
+  // The image is the one file of the host a runtime reads that later runtimes trust; Deno and Landlock grant read
+  // access to it and nothing more. Snapshots on, whatever the registration (the cold one included).
+  security::Scratch cache;
+  ci::PyodideOptions options;
+  options.snapshot_dir = cache.dir();
+  auto sb = ci::PyodideSandbox::create(options);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(cache.dir())) files.push_back(e.path());
+  REQUIRE(files.size() == 1);
+  const fs::path image = files[0];
+  const std::string before = test_support::read_text(image);
+  REQUIRE(before.size() > (std::size_t{16} << 20));
+  const auto r = run(*sb, kPrelude + "import os\npath = os.environ['P']\nbeside = path + '.planted'\n" + R"PY(
+g = await find_global()
+await attempt('Deno.writeFileSync', lambda: need(g).Deno.writeFileSync(path, _to_js(b'x')) or 'written')
+await attempt('Deno.truncateSync', lambda: need(g).Deno.truncateSync(path, 10) or 'truncated')
+await attempt('Deno.removeSync', lambda: need(g).Deno.removeSync(path) or 'removed')
+await attempt('Deno.renameSync', lambda: need(g).Deno.renameSync(path, beside) or 'renamed')
+await attempt('Deno.writeTextFileSync(beside)', lambda: need(g).Deno.writeTextFileSync(beside, 'x') or 'planted')
+await attempt('node:fs', lambda: need(g).process.getBuiltinModule('node:fs').writeFileSync(path, 'x') or 'written')
+)PY",
+                     with_env({{"P", image.string()}}));
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.stdout_text == blocked({"Deno.writeFileSync", "Deno.truncateSync", "Deno.removeSync", "Deno.renameSync",
+                                  "Deno.writeTextFileSync(beside)", "node:fs"}));
+  files.clear();
+  for (const auto& e : fs::directory_iterator(cache.dir())) files.push_back(e.path());
+  CHECK(files == std::vector<fs::path>{image});
+  CHECK(test_support::read_text(image) == before);
+  // The next sandbox restores the untouched image.
+  auto next = ci::PyodideSandbox::create(options);
+  CHECK(security::value_of(run(*next, "6 * 7")) == "42");
+}
+
 TEST_CASE("a file beside the wheels in wheel_dir is not readable: only the wheels the sandbox loads are", "[host]") {
   // Deno's --allow-read names the whole wheel directory; the kernel layer grants only the wheel files themselves.
   security::Scratch wheels;
