@@ -238,6 +238,9 @@ async function init(message) {
   if (typeof message.snapshot === "string") options._loadSnapshot = await readSnapshot(message.snapshot);
   pyodide = await loadPyodide(options);
   if (options._loadSnapshot) {
+    // Pyodide copied the image into the wasm memory but keeps its options, the file's bytes included: they are
+    // released by detaching their buffer (30 MiB less resident memory per runtime).
+    options._loadSnapshot.buffer.transfer(0);
     // Every restored runtime starts from the same memory: Python's random module would repeat the snapshot's state.
     pyodide.runPython("import random as _r\n_r.seed()\ndel _r");
   }
