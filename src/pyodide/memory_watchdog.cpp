@@ -62,8 +62,18 @@ bool tighten_data_limit(pid_t pid, std::uint64_t cap) noexcept {
 
 MemoryWatchdog::MemoryWatchdog(pid_t pid, std::uint64_t limit, std::chrono::milliseconds interval,
                                std::function<void()> on_exceeded)
-    : on_exceeded_(std::move(on_exceeded)) {
+    : on_exceeded_(std::move(on_exceeded)), pid_(pid), limit_(limit) {
   thread_ = std::thread([this, pid, limit, interval] { run(pid, limit, interval); });
+}
+
+bool MemoryWatchdog::over_limit_now() noexcept {
+  // Far below at the last check: a call cannot have gained a quarter of the cap without the heap's own checks.
+  if (last_used_.load(std::memory_order_relaxed) < limit_ / 4 * 3) return false;
+  const auto used = resident_memory(pid_);
+  if (!used || *used <= limit_) return false;
+  std::lock_guard lock(mu_);
+  exceeded_ = true;
+  return true;
 }
 
 MemoryWatchdog::~MemoryWatchdog() {
@@ -85,6 +95,7 @@ void MemoryWatchdog::run(pid_t pid, std::uint64_t limit, std::chrono::millisecon
   while (!cv_.wait_for(lock, interval, [&] { return stopping_; })) {
     const auto used = resident_memory(pid);
     if (!used) return;
+    last_used_.store(*used, std::memory_order_relaxed);
     if (*used > limit) {
       exceeded_ = true;
       lock.unlock();

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -33,13 +34,20 @@ class MemoryWatchdog {
   MemoryWatchdog(const MemoryWatchdog&) = delete;
   MemoryWatchdog& operator=(const MemoryWatchdog&) = delete;
 
-  /// Whether the limit was passed (and on_exceeded called).
+  /// Whether the limit was passed (and on_exceeded called, or over_limit_now answered true).
   [[nodiscard]] bool exceeded() const noexcept;
+
+  /// Whether the process holds more than the limit now, read at once when the last periodic check saw at least
+  /// three quarters of it (a cheap answer otherwise); true also marks the limit as exceeded. Thread-safe.
+  [[nodiscard]] bool over_limit_now() noexcept;
 
  private:
   void run(pid_t pid, std::uint64_t limit, std::chrono::milliseconds interval);
 
   std::function<void()> on_exceeded_;
+  const pid_t pid_;
+  const std::uint64_t limit_;
+  std::atomic<std::uint64_t> last_used_{0};  // resident memory at the last periodic check
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

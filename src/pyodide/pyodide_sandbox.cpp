@@ -504,6 +504,19 @@ struct PyodideSandbox::Impl {
     return file;
   }
 
+  // The cap's outcome when the runtime had to be ended for it (docs/errors.md).
+  void set_memory_outcome(ExecutionResult& r) const {
+    r.status = ExecutionStatus::kError;
+    r.exit_code = 1;
+    r.state_lost = true;
+    r.results.clear();
+    r.code_error = CodeError{"MemoryError",
+                             "the runtime exceeded its memory limit of " +
+                                 std::to_string(options.memory_limit_bytes >> 20) + " MiB",
+                             ""};
+    r.error = "MemoryError: " + r.code_error->value + "; a fresh runtime was started and the state is lost";
+  }
+
   // Kills the current process and starts a fresh one without waiting for it to load.
   void respawn() {
     kill_host();
@@ -1080,6 +1093,14 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
         } else {
           const bool host_interrupt = field_bool(f.header, "host_interrupt");
           const auto status = field_string(f.header, "status");
+          if (h->watchdog.over_limit_now()) {
+            // The call ended holding more than the cap (an allocation that failed inside Python after others had
+            // touched memory reserved before the data limit): the cap's outcome is this call's, not the next one's.
+            respawn();
+            finish_streams();
+            set_memory_outcome(r);
+            return r;
+          }
           finish_streams();
           if (reason == Reason::kCallback) {
             stopped(false);
@@ -1151,15 +1172,7 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
     if (memory) {
       // The cap could not be met inside Python (a buffer outside the wasm heap, a fatal allocation in V8): the
       // runtime is gone, and the call reports it as the program's MemoryError (docs/errors.md).
-      r.status = ExecutionStatus::kError;
-      r.exit_code = 1;
-      r.state_lost = true;
-      r.results.clear();
-      r.code_error = CodeError{"MemoryError",
-                               "the runtime exceeded its memory limit of " +
-                                   std::to_string(options.memory_limit_bytes >> 20) + " MiB",
-                               ""};
-      r.error = "MemoryError: " + r.code_error->value + "; a fresh runtime was started and the state is lost";
+      set_memory_outcome(r);
       logger()->debug("sandbox {}: {}", id, message);
       return r;
     }
