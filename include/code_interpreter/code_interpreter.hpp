@@ -8,5 +8,6 @@
 #include "code_interpreter/execution.hpp"
 #include "code_interpreter/interpreter.hpp"
 #include "code_interpreter/openai_invoker.hpp"
+#include "code_interpreter/pyodide_pool.hpp"
 #include "code_interpreter/pyodide_sandbox.hpp"
 #include "code_interpreter/sandbox.hpp"

@@ -85,9 +85,9 @@ struct PyodideOptions {
 /// outside a private directory that is new for every runtime process, no subprocesses. Deno's permissions and the
 /// kernel (Landlock, seccomp, no_new_privs, rlimits; see confinement()) each enforce this. State (variables,
 /// imported modules, the in-memory filesystem) persists across calls of one sandbox and is never shared between
-/// sandboxes. A timeout first interrupts the code (KeyboardInterrupt in running code, CancelledError at an await;
-/// state kept), then kills and respawns the process after `interrupt_grace` (state lost; `state_lost` is set).
-/// Code inside time.sleep cannot be interrupted and is always killed. Calls on one sandbox are serialized. Capabilities: stateful, file download and filesystem, packages (from
+/// sandboxes. A timeout first interrupts the code (KeyboardInterrupt in running code and in time.sleep,
+/// CancelledError at an await; state kept), then kills and respawns the process after `interrupt_grace` (state
+/// lost; `state_lost` is set). Calls on one sandbox are serialized. Capabilities: stateful, file download and filesystem, packages (from
 /// wheels), interrupt; no shell commands, no network; upload_dir "/files".
 class CODE_INTERPRETER_EXPORT PyodideSandbox final : public CodeInterpreterSandbox {
  public:

@@ -61,6 +61,14 @@ void OutputStream::feed(std::string_view bytes) {
   }
 }
 
+void OutputStream::flush() {
+  const std::size_t cut = utf8_complete_prefix(pending_);
+  if (cut == 0) return;
+  std::string piece = pending_.substr(0, cut);
+  pending_.erase(0, cut);
+  emit(piece);
+}
+
 void OutputStream::finish() {
   if (pending_.empty()) return;
   std::string rest = std::move(pending_);

@@ -12,8 +12,9 @@ namespace code_interpreter::detail {
 ///
 /// `feed` takes bytes as they arrive in pieces of any size; every complete line (with its "\n") is decoded
 /// (ill-formed UTF-8 replaced) and appended to `text()` and handed to the callback; a line that grows past
-/// `kMaxPiece` bytes is delivered in pieces cut where decoding is unaffected. `finish` delivers the last partial
-/// line. Text beyond `cap` bytes is not kept (`truncated()` becomes true) but still reaches the callback.
+/// `kMaxPiece` bytes is delivered in pieces cut where decoding is unaffected. `flush` delivers a partial line the
+/// program flushed; `finish` delivers the last partial line. Text beyond `cap` bytes is not kept (`truncated()`
+/// becomes true) but still reaches the callback.
 /// An exception from the callback propagates out of feed/finish; the text is already updated when it does.
 class OutputStream {
  public:
@@ -23,7 +24,12 @@ class OutputStream {
       : callback_(callback), cap_(cap) {}
 
   void feed(std::string_view bytes);
+  /// Delivers the partial line held so far (without a trailing incomplete character), as the program flushed it:
+  /// the rest of the line follows as its own piece. Called when the program flushed and wrote no more for a while.
+  void flush();
   void finish();
+  /// Whether a partial line is held (bytes after the last newline delivered).
+  [[nodiscard]] bool holding() const noexcept { return !pending_.empty(); }
   /// Stops calling the callback (after it threw); text is still collected.
   void silence() noexcept { callback_ = nullptr; }
 

@@ -96,6 +96,20 @@ std::size_t utf8_safe_cut(std::string_view bytes, std::size_t limit) {
   return limit;
 }
 
+std::size_t utf8_complete_prefix(std::string_view bytes) {
+  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
+  const std::size_t n = bytes.size();
+  for (std::size_t back = 1; back <= 3 && back <= n; ++back) {
+    const unsigned char b = s[n - back];
+    if (is_continuation(b)) continue;
+    if (b < 0xC2 || b > 0xF4) return n;  // ASCII, or a byte that starts no character
+    const Sequence seq = next_sequence(s + n - back, back);
+    // Ran out of input with every byte so far valid: the character may still be completed.
+    return !seq.valid && seq.length == back ? n - back : n;
+  }
+  return n;
+}
+
 std::size_t utf8_char_boundary(std::string_view valid_text, std::size_t limit) {
   if (limit >= valid_text.size()) return valid_text.size();
   const auto* s = reinterpret_cast<const unsigned char*>(valid_text.data());

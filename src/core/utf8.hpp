@@ -22,6 +22,10 @@ std::string utf8_replacing(std::string_view bytes);
 /// such position lies within the last four bytes (the bytes there are stray continuation bytes).
 std::size_t utf8_safe_cut(std::string_view bytes, std::size_t limit);
 
+/// The length of `bytes` without a trailing incomplete character: the 1-3 bytes at the end that begin a well-formed
+/// sequence the input has not finished yet are left out, so that they decode with the bytes that follow.
+std::size_t utf8_complete_prefix(std::string_view bytes);
+
 /// The largest cut <= limit that does not split a character of valid UTF-8 text.
 std::size_t utf8_char_boundary(std::string_view valid_text, std::size_t limit);
 

@@ -56,6 +56,7 @@ constexpr const char* kUploadDir = "/files";
 constexpr std::size_t kMaxCodeBytes = 16u << 20;
 constexpr auto kSpin = std::chrono::microseconds(1000);
 constexpr auto kInterruptRepeat = std::chrono::milliseconds(50);
+constexpr auto kPartialLineDelay = std::chrono::milliseconds(50);  // see the call loop's flush_at
 constexpr std::size_t kMinFrameBytes = kFileChunk + (1u << 20);
 constexpr std::size_t kMaxEnvBytes = 512u << 10;
 constexpr std::size_t kMinMemoryLimit = std::size_t{256} << 20;
@@ -641,6 +642,12 @@ struct PyodideSandbox::Impl {
       if (!h) return {ReadyError::kCancelled, "the sandbox is being terminated"};
     }
     while (!h->ready) {
+      // A cancel that arrived before this wait (while the snapshot was being made, say) has already been drained
+      // from wake_fd: it is seen here.
+      if (terminating || cancel.stop_requested()) {
+        kill_host();
+        return {ReadyError::kCancelled, "cancelled while the Pyodide runtime was starting"};
+      }
       Frame f;
       std::string why;
       switch (next_frame(*h, deadline, f, why)) {
@@ -1054,10 +1061,33 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
     hard_deadline = Clock::now() + options.interrupt_grace;
   };
 
+  // Runs the output callbacks through `deliver`; one that throws stops both and the code (docs/errors.md).
+  auto guarded = [&](auto&& deliver) {
+    try {
+      deliver();
+    } catch (...) {
+      try {
+        throw;
+      } catch (const std::exception& e) {
+        callback_error = e.what();
+      } catch (...) {
+        callback_error = "a non-standard exception";
+      }
+      out.silence();
+      err.silence();
+      reason = Reason::kCallback;
+      ask_to_stop(Reason::kCallback);
+    }
+  };
+  // A partial line the code flushed (each out frame is one flush of Python's line-buffered stream) is delivered
+  // when no more of it arrives within kPartialLineDelay: print() writes its text and its end separately.
+  std::optional<Clock::time_point> flush_at;
+
   for (;;) {
     Frame f;
     std::string why;
-    const auto wait_until = hard_deadline ? std::min(*hard_deadline, *next_interrupt) : deadline;
+    const auto bound = hard_deadline ? std::optional(std::min(*hard_deadline, *next_interrupt)) : deadline;
+    const auto wait_until = flush_at ? std::optional(bound ? std::min(*bound, *flush_at) : *flush_at) : bound;
     const Wait w = next_frame(*h, wait_until, f, why, /*spin=*/true);
     if (w == Wait::kFrame) {
       const auto t = field_string(f.header, "t");
@@ -1069,21 +1099,13 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
         if (s != 1 && s != 2) {
           why = "output frame for an unknown stream";
         } else {
-          try {
+          auto& other = s == 2 ? out : err;
+          guarded([&] {
+            // What the other stream holds was produced first: delivered first, so the order across them is kept.
+            if (other.holding()) other.flush();
             stream.feed(f.body);
-          } catch (...) {
-            try {
-              throw;
-            } catch (const std::exception& e) {
-              callback_error = e.what();
-            } catch (...) {
-              callback_error = "a non-standard exception";
-            }
-            out.silence();
-            err.silence();
-            reason = Reason::kCallback;
-            ask_to_stop(Reason::kCallback);
-          }
+          });
+          if (!flush_at && stream.holding()) flush_at = Clock::now() + kPartialLineDelay;
           continue;
         }
       } else {  // result
@@ -1123,6 +1145,14 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
                                                  "); the runtime was restarted and its state lost");
       r.state_lost = true;
       return r;
+    }
+    if (w == Wait::kDeadline && flush_at && Clock::now() >= *flush_at) {
+      flush_at.reset();
+      guarded([&] {
+        out.flush();
+        err.flush();
+      });
+      if (!bound || Clock::now() < *bound) continue;
     }
     if (w == Wait::kDeadline) {
       if (!hard_deadline) {

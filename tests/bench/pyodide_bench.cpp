@@ -7,6 +7,11 @@
 // warm: one execute_code("1+1") round trip after kWarmup calls, against one `await runner.run("1+1", "{}")` inside
 //       Deno. The difference is the C++ <-> Deno frame transport, the stdin worker and the result handling.
 //
+// snapshot: create() restoring the memory snapshot, against a new Deno restoring the same image (fresh DENO_DIR,
+//       timed from spawn). pool: PyodidePool::acquire() plus execute_code("1+1") with a ready runtime waiting, and the
+//       runtimes per second a drained pool refills. respawn: from the return of a call whose runtime was killed
+//       (interrupt_grace 0) to the next call's result. idle RSS: a restored runtime's resident memory, idle.
+//
 // Cold runs of the two sides alternate so that drift of a shared machine affects both alike. The last cold sandbox
 // and the last raw process go on to the warm phase, which saves two runtime starts; each cold figure is taken before
 // any warm call runs. Exit status: 0 when every measurement ran (whether or not the targets are met), 1 when a run
@@ -52,6 +57,13 @@ constexpr double kWarmTarget = 1.2;
 constexpr double kWarmP99Target = 1.5;
 constexpr double kSnapshotTarget = 1.2;
 constexpr double kSnapshotColdTarget = 0.25;
+constexpr double kRespawnColdTarget = 0.25;
+constexpr double kPoolTargetMs = 5.0;
+constexpr double kIdleRssBeforeMiB = 198.0;  // idle RSS per sandbox before snapshots (193-203 MiB measured)
+constexpr double kIdleRssTarget = 0.6;
+// The program a timeout cannot stop softly: it swallows every interrupt, so the runtime is killed.
+constexpr const char* kUnstoppable =
+    "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n";
 // A raw run that says nothing for this long is stuck; the bench fails rather than hanging.
 constexpr int kRawTimeoutMs = 300'000;
 
@@ -174,6 +186,89 @@ std::vector<double> ours_warm(ci::PyodideSandbox& sandbox, int count) {
     const auto r = sandbox.execute_code("1+1");
     const auto t1 = Clock::now();
     check_two(r, "while timed");
+    samples.push_back(ms_since(t0, t1));
+  }
+  return samples;
+}
+
+// The pid of this process's one Deno child (the sandbox's runtime), or -1.
+pid_t runtime_pid() {
+  pid_t found = -1;
+  const std::string parent = " " + std::to_string(::getpid()) + " ";
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const auto close = line.rfind(')');
+    if (close == std::string::npos || line.find("(deno)") == std::string::npos) continue;
+    // After ")": the state, then the parent's pid.
+    if (line.compare(close + 3, parent.size(), parent) == 0) found = std::stoi(entry.path().filename().string());
+  }
+  return found;
+}
+
+// VmRSS of `pid` in MiB (/proc/<pid>/status), and RssAnon beside it.
+std::pair<double, double> rss_mib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  double rss = 0, anon = 0;
+  for (std::string line; std::getline(status, line);) {
+    long kb = 0;
+    if (std::sscanf(line.c_str(), "VmRSS: %ld kB", &kb) == 1) rss = static_cast<double>(kb) / 1024;
+    if (std::sscanf(line.c_str(), "RssAnon: %ld kB", &kb) == 1) anon = static_cast<double>(kb) / 1024;
+  }
+  return {rss, anon};
+}
+
+ci::PyodideOptions snapshot_options(const fs::path& runtime, const fs::path& snapshot_dir) {
+  ci::PyodideOptions options;
+  options.runtime_dir = runtime;
+  options.snapshot_dir = snapshot_dir;
+  return options;
+}
+
+// acquire() + execute_code("1+1"), each with a ready runtime waiting in a pool of one; the sandbox is destroyed
+// (untimed) and the pool refilled before the next sample.
+std::vector<double> pool_acquire(const fs::path& runtime, const fs::path& snapshot_dir, int count) {
+  ci::PyodidePool pool(1, snapshot_options(runtime, snapshot_dir));
+  std::vector<double> samples;
+  for (int i = 0; i < count; ++i) {
+    while (pool.ready() < 1) ::usleep(1000);
+    const auto t0 = Clock::now();
+    auto sandbox = pool.acquire();
+    const auto r = sandbox->execute_code("1+1");
+    const auto t1 = Clock::now();
+    check_two(r, "after acquire");
+    samples.push_back(ms_since(t0, t1));
+  }
+  return samples;
+}
+
+// Runtimes per second: a full pool of `size` is drained, and timed until it is full again.
+double pool_refill_rate(const fs::path& runtime, const fs::path& snapshot_dir, int size) {
+  ci::PyodidePool pool(static_cast<std::size_t>(size), snapshot_options(runtime, snapshot_dir));
+  while (pool.ready() < static_cast<std::size_t>(size)) ::usleep(1000);
+  for (int i = 0; i < size; ++i) (void)pool.acquire();
+  const auto t0 = Clock::now();
+  while (pool.ready() < static_cast<std::size_t>(size)) ::usleep(1000);
+  return size / (ms_since(t0, Clock::now()) / 1000);
+}
+
+// From the return of a call whose runtime was killed to the next call's result, `count` times on one sandbox.
+std::vector<double> respawn_after_kill(const fs::path& runtime, const fs::path& snapshot_dir, int count) {
+  auto options = snapshot_options(runtime, snapshot_dir);
+  options.interrupt_grace = std::chrono::milliseconds(0);
+  auto sandbox = ci::PyodideSandbox::create(options);
+  check_two(sandbox->execute_code("1+1"), "after create");
+  std::vector<double> samples;
+  for (int i = 0; i < count; ++i) {
+    ci::ExecuteOptions quick;
+    quick.timeout = std::chrono::milliseconds(100);
+    const auto killed = sandbox->execute_code(kUnstoppable, quick);
+    const auto t0 = Clock::now();
+    if (!killed.state_lost) throw std::runtime_error("the unstoppable program was not killed: " + killed.error);
+    const auto r = sandbox->execute_code("1+1");
+    const auto t1 = Clock::now();
+    check_two(r, "after the kill");
     samples.push_back(ms_since(t0, t1));
   }
   return samples;
@@ -309,7 +404,7 @@ void print_row(const char* metric, const std::string& ours, const std::string& r
     std::snprintf(buf, sizeof buf, "<= %.2f ", *target);
     target_text = std::string(buf) + (*ratio <= *target ? "met" : "NOT met");
   }
-  std::printf("%-32s %12s %12s %6s  %s\n", metric, ours.c_str(), raw.c_str(), ratio_text.c_str(),
+  std::printf("%-36s %12s %12s %6s  %s\n", metric, ours.c_str(), raw.c_str(), ratio_text.c_str(),
               target_text.c_str());
 }
 
@@ -407,6 +502,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "snapshot run %d/%d: ours %.0f ms, raw %.0f ms\n", i + 1, args.cold, ours_snap_ms.back(),
                    raw_snap_ms.back());
     }
+    // Idle resident memory of a restored runtime, after one call and a settling pause.
+    std::pair<double, double> idle_rss;
+    {
+      auto idle = ci::PyodideSandbox::create(snapshot_options(args.runtime, snap_dir));
+      check_two(idle->execute_code("1+1"), "after create");
+      ::sleep(3);
+      const pid_t pid = runtime_pid();
+      if (pid < 0) throw std::runtime_error("no runtime process found for the idle RSS");
+      idle_rss = rss_mib(pid);
+    }
+    const std::vector<double> pool_ms = pool_acquire(args.runtime, snap_dir, args.cold * 4);
+    const double refill_rate = pool_refill_rate(args.runtime, snap_dir, 3);
+    const std::vector<double> respawn_ms = respawn_after_kill(args.runtime, snap_dir, args.cold);
     const std::string pressure_after = cpu_pressure();
 
     std::printf("runtime: %s (Pyodide %s, Deno %s)\n", fs::canonical(args.runtime).c_str(),
@@ -416,8 +524,8 @@ int main(int argc, char** argv) {
 
     const Stats oc = stats_of(ours_cold_ms), rc = stats_of(raw_cold_ms);
     const Stats ow = stats_of(ours_warm_ms), rw = stats_of(raw_warm_run.warm_ms);
-    std::printf("%-32s %12s %12s %6s  %s\n", "metric", "ours", "raw", "ratio", "target");
-    print_row("cold create->result med", fmt_ms(oc.median, 0), fmt_ms(rc.median, 0), oc.median / rc.median,
+    std::printf("%-36s %12s %12s %6s  %s\n", "metric", "ours", "raw", "ratio", "target");
+    print_row("cold create->result median", fmt_ms(oc.median, 0), fmt_ms(rc.median, 0), oc.median / rc.median,
               kColdTarget);
     print_row("cold create->result min", fmt_ms(oc.min, 0), fmt_ms(rc.min, 0), oc.min / rc.min, std::nullopt);
     const Stats os = stats_of(ours_snap_ms), rs = stats_of(raw_snap_ms);
@@ -425,8 +533,22 @@ int main(int argc, char** argv) {
               kSnapshotTarget);
     print_row("snapshot vs cold create", fmt_ms(os.median, 0), fmt_ms(oc.median, 0), os.median / oc.median,
               kSnapshotColdTarget);
+    print_row("raw snapshot restore->result median", "", fmt_ms(rs.median, 0), std::nullopt, std::nullopt);
+    const Stats pa = stats_of(pool_ms);
+    std::printf("%-36s %12s %12s %6s  <= %.1f ms %s\n", "pool acquire->result median", fmt_ms(pa.median, 3).c_str(),
+                "", "", kPoolTargetMs, pa.median <= kPoolTargetMs ? "met" : "NOT met");
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.2f /s", refill_rate);
+    print_row("pool refill rate", rate, "", std::nullopt, std::nullopt);
+    const Stats rp = stats_of(respawn_ms);
+    print_row("respawn after hard kill median", fmt_ms(rp.median, 0), fmt_ms(oc.median, 0), rp.median / oc.median,
+              kRespawnColdTarget);
     print_row("warm 1+1 median", fmt_ms(ow.median, 3), fmt_ms(rw.median, 3), ow.median / rw.median, kWarmTarget);
     print_row("warm 1+1 p99", fmt_ms(ow.p99, 3), fmt_ms(rw.p99, 3), ow.p99 / rw.p99, kWarmP99Target);
+    char rss[32], before[32];
+    std::snprintf(rss, sizeof rss, "%.0f MiB", idle_rss.first);
+    std::snprintf(before, sizeof before, "%.0f MiB", kIdleRssBeforeMiB);
+    print_row("idle RSS per sandbox", rss, before, idle_rss.first / kIdleRssBeforeMiB, kIdleRssTarget);
     std::printf("\n");
     std::printf("ours: create() alone, median %.0f ms; first execute_code after create, median %.0f ms\n",
                 stats_of(ours_create_ms).median, stats_of(ours_first_exec_ms).median);
@@ -439,6 +561,11 @@ int main(int argc, char** argv) {
     std::printf("snapshot: made by the first create in %.0f ms (create -> result, untimed above); the raw column of "
                 "'snapshot vs cold create' is our cold create\n",
                 made.total_ms);
+    std::printf("idle RSS: %.0f MiB anonymous of %.0f MiB; the raw column is the figure before snapshots; the raw "
+                "column of 'respawn after hard kill median' is our cold create\n",
+                idle_rss.second, idle_rss.first);
+    std::printf("pool: %zu acquire samples, p99 %.3f ms; refill rate of a drained pool of 3\n", pool_ms.size(),
+                pa.p99);
     std::printf("after: load average %s, CPU pressure avg10 %s (our own runs add to both)\n", load_average().c_str(),
                 pressure_after.c_str());
   } catch (const std::exception& e) {

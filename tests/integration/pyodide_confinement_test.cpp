@@ -233,7 +233,7 @@ TEST_CASE("every runtime gets a new private directory, removed when it ends, and
     // A hard kill: the respawned runtime has a directory of its own.
     ci::ExecuteOptions t;
     t.timeout = 1000ms;
-    const auto r = sb->execute_code("import time\ntime.sleep(30)", t);
+    const auto r = sb->execute_code(test_support::kUnstoppable, t);
     REQUIRE(r.state_lost);
     REQUIRE(sb->execute_code("1").status == ci::ExecutionStatus::kSuccess);
     const auto second = deno_dir_of_child();

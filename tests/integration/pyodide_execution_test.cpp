@@ -203,6 +203,31 @@ TEST_CASE("lines arrive while the code is still running", "[output]") {
   CHECK(seen[1].second - seen[0].second >= 900ms);
 }
 
+TEST_CASE("a partial line the code flushes reaches the callback when flushed, the rest as its own piece",
+          "[output]") {
+  auto sb = make_sandbox();
+  std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> seen;
+  ci::ExecuteOptions o;
+  o.on_stdout = [&](std::string_view s) { seen.emplace_back(std::string(s), std::chrono::steady_clock::now()); };
+  o.on_stderr = [&](std::string_view s) { seen.emplace_back("err:" + std::string(s), std::chrono::steady_clock::now()); };
+  auto r = sb->execute_code(
+      "import sys, time\nsys.stdout.write('tick'); sys.stdout.flush()\nprint('e1', file=sys.stderr)\n"
+      "time.sleep(1.0)\nprint('tock')\nsys.stdout.write('\\u00e9'); sys.stdout.flush()\ntime.sleep(0.2)\n"
+      "sys.stdout.write('!'); sys.stdout.flush()\nsys.stdout.write('\\n')",
+      o);
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.stdout_text == "ticktock\n\u00e9!\n");
+  CHECK(r.stderr_text == "e1\n");
+  REQUIRE(seen.size() == 5);
+  CHECK(seen[0].first == "tick");
+  CHECK(seen[1].first == "err:e1\n");  // a whole line on the other stream does not overtake the held "tick"
+  CHECK(seen[2].first == "tock\n");
+  CHECK(seen[3].first == "\u00e9");
+  CHECK(seen[4].first == "!\n");
+  CHECK(seen[2].second - seen[0].second >= 900ms);  // "tick" came at its flush, a second before the newline
+  // '!' and the newline written right after it are one piece: a flush is held back while more of the line comes.
+}
+
 TEST_CASE("invalid UTF-8 output is replaced exactly as Python's decode('utf-8', 'replace')", "[output]") {
   auto sb = make_sandbox();
   auto r = sb->execute_code(

@@ -148,7 +148,7 @@ TEST_CASE("packages are installed again when the runtime is respawned", "[packag
   auto sb = make_sandbox(o);
   ci::ExecuteOptions quick;
   quick.timeout = 500ms;
-  auto killed = sb->execute_code("import time\ntime.sleep(10)", quick);
+  auto killed = sb->execute_code(test_support::kUnstoppable, quick);
   REQUIRE(killed.state_lost);
   auto r = sb->execute_code("import ci_hello\nci_hello.greet('again')");
   REQUIRE(r.status == ci::ExecutionStatus::kSuccess);

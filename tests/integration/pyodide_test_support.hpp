@@ -22,6 +22,11 @@ using namespace std::chrono_literals;
 
 namespace test_support {
 
+// A program no interrupt stops (it swallows every KeyboardInterrupt and CancelledError): a timeout ends it only by
+// killing the runtime after interrupt_grace, the way to force a respawn.
+inline constexpr std::string_view kUnstoppable =
+    "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n";
+
 // The pids of this process's direct children whose executable is Deno.
 inline std::vector<pid_t> deno_children() {
   std::vector<pid_t> pids;

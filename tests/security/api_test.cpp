@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "pyodide_test_support.hpp"
 #include "security_support.hpp"
 
 using security::fresh;
@@ -157,7 +158,7 @@ TEST_CASE("the confinement report holds for a respawned runtime too", "[host][co
   const auto before = sb->confinement();
   ci::ExecuteOptions kill;
   kill.timeout = 500ms;
-  REQUIRE(sb->execute_code("import time\ntime.sleep(60)", kill).state_lost);
+  REQUIRE(sb->execute_code(test_support::kUnstoppable, kill).state_lost);
   ci::ExecuteOptions wait;
   wait.timeout = std::chrono::seconds(120);
   REQUIRE(sb->execute_code("1", wait).status == ci::ExecutionStatus::kSuccess);

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "pyodide_test_support.hpp"
 #include "security_support.hpp"
 
 using security::blocked;
@@ -13,11 +14,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Ends the runtime the hard way (time.sleep cannot be interrupted): the next call gets a respawned one.
+// Ends the runtime the hard way (the program swallows every interrupt): the next call gets a respawned one.
 void force_respawn(ci::PyodideSandbox& sb) {
   ci::ExecuteOptions o;
   o.timeout = 500ms;
-  const auto r = sb.execute_code("import time\ntime.sleep(60)", o);
+  const auto r = sb.execute_code(test_support::kUnstoppable, o);
   REQUIRE(r.status == ci::ExecutionStatus::kTimeout);
   REQUIRE(r.state_lost);
 }

@@ -333,3 +333,37 @@ TEST_CASE("take_text() moves the collected text out", "[output]") {
   out.feed("abc\n");
   CHECK(out.take_text() == "abc\n");
 }
+
+TEST_CASE("flush() delivers the partial line as a piece and the rest of the line follows as its own", "[output]") {
+  Recorder rec;
+  OutputStream out(&rec.callback, kBigCap);
+  out.feed("a\ntick");
+  out.flush();
+  CHECK(rec.lines == std::vector<std::string>{"a\n", "tick"});
+  CHECK(out.text() == "a\ntick");
+  out.flush();  // nothing held: nothing delivered
+  out.feed("tock\nnext");
+  CHECK(rec.lines == std::vector<std::string>{"a\n", "tick", "tock\n"});
+  out.finish();
+  CHECK(rec.lines == std::vector<std::string>{"a\n", "tick", "tock\n", "next"});
+  CHECK(out.text() == "a\nticktock\nnext");
+}
+
+TEST_CASE("flush() holds back a character whose bytes have not all arrived", "[output]") {
+  Recorder rec;
+  OutputStream out(&rec.callback, kBigCap);
+  out.feed("x\xE2\x82");  // the first two bytes of U+20AC
+  out.flush();
+  CHECK(rec.lines == std::vector<std::string>{"x"});
+  out.feed("\xAC");
+  out.flush();
+  CHECK(rec.lines == std::vector<std::string>{"x", "\xE2\x82\xAC"});
+  // Bytes that can never become a character are not held: they are replaced now.
+  out.feed("\xE2\x28");
+  out.flush();
+  CHECK(rec.lines == std::vector<std::string>{"x", "\xE2\x82\xAC", "\xEF\xBF\xBD("});
+  out.feed("\xFF");
+  out.flush();
+  CHECK(rec.lines.back() == "\xEF\xBF\xBD");
+  CHECK(out.text() == "x\xE2\x82\xAC\xEF\xBF\xBD(\xEF\xBF\xBD");
+}

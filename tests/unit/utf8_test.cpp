@@ -283,3 +283,19 @@ TEST_CASE("utf8_char_boundary keeps a whole character or drops it", "[utf8]") {
   CHECK(utf8_char_boundary(text, 4) == 2);
   CHECK(utf8_char_boundary(text, 5) == 5);
 }
+
+TEST_CASE("utf8_complete_prefix leaves out only a well-formed character the input has not finished", "[utf8]") {
+  using code_interpreter::detail::utf8_complete_prefix;
+  CHECK(utf8_complete_prefix("") == 0);
+  CHECK(utf8_complete_prefix("abc") == 3);
+  CHECK(utf8_complete_prefix("a\xC3") == 1);                  // 1 of 2
+  CHECK(utf8_complete_prefix("a\xC3\xA9") == 3);              // complete
+  CHECK(utf8_complete_prefix("a\xE2\x82") == 1);              // 2 of 3
+  CHECK(utf8_complete_prefix("a\xF0\x9F\x98") == 1);          // 3 of 4
+  CHECK(utf8_complete_prefix("a\xF0\x9F\x98\x80") == 5);      // complete
+  CHECK(utf8_complete_prefix("a\xE0\x80") == 3);              // E0 80 can never be completed
+  CHECK(utf8_complete_prefix("a\xED\xA0") == 3);              // a surrogate's lead: ill-formed already
+  CHECK(utf8_complete_prefix("a\xF5") == 2);                  // F5 starts no character
+  CHECK(utf8_complete_prefix("a\xC0") == 2);                  // nor does C0
+  CHECK(utf8_complete_prefix("a\x80\x80\x80") == 4);          // stray continuation bytes
+}

@@ -212,6 +212,40 @@ function hardenReachable() {
   }
 }
 
+// ---- interrupts while the code waits (docs/protocols/pyodide.md "Interrupts") ----
+
+let checkInterrupt;    // Pyodide's checkInterrupt, taken before the lock-down
+
+// time.sleep (installed by runner.install_sleep): sleeps in Atomics.wait on the slot the stdin worker notifies when
+// the host asks to stop, so an interrupt ends the sleep at once; checkInterrupt then raises KeyboardInterrupt in
+// the code that slept. Called with the GIL held, from Python.
+function interruptibleSleep(seconds) {
+  const end = performance.now() + Number(seconds) * 1000;
+  for (;;) {
+    if (Atomics.load(interruptBuffer, 0) !== 0) break;
+    const left = end - performance.now();
+    if (!(left > 0)) break;
+    Atomics.wait(slots, 1, Atomics.load(slots, 1), Math.min(left, 60_000));
+  }
+  checkInterrupt();
+}
+
+// Code suspended at an await runs no bytecode, so Python never sees the interrupt buffer. One waiter, armed for the
+// runtime's life, wakes on every interrupt; if a run is waiting with the interrupt still pending, its task is
+// cancelled (CancelledError at the await, state kept), as the signal handler does for an interrupt seen between
+// bytecodes of the event loop.
+function watchInterrupts() {
+  const armed = Atomics.waitAsync(slots, 1, Atomics.load(slots, 1));
+  const woken = armed.async ? armed.value : Promise.resolve();
+  woken.then(() => {
+    if (currentId !== 0 && Atomics.load(interruptBuffer, 0) !== 0) {
+      Atomics.store(interruptBuffer, 0, 0);
+      runner.cancel_run();
+    }
+    watchInterrupts();
+  });
+}
+
 // ---- init ----
 
 async function init(message) {
@@ -245,6 +279,7 @@ async function init(message) {
     pyodide.runPython("import random as _r\n_r.seed()\ndel _r");
   }
   pyodide.setInterruptBuffer(interruptBuffer);
+  checkInterrupt = pyodide.checkInterrupt;
   setStreams();
   for (const name of ["setStdout", "setStderr", "setStdin", "setInterruptBuffer"]) {
     pyodide[name] = () => {
@@ -254,6 +289,7 @@ async function init(message) {
   const mod = pyodide.runPython("import types as _t\n_m = _t.ModuleType('_code_interpreter_runner')\n_m");
   pyodide.runPython(runnerSource, { globals: mod.__dict__ });
   runner = mod;
+  runner.install_sleep(interruptibleSleep);
 
   if (wheels.length > 0) {
     const messages = [];
@@ -287,6 +323,7 @@ async function init(message) {
     hardenReachable();
   }
   clearPendingTimers();
+  watchInterrupts();
   send({ t: "ready", pyodide: pyodide.version, python });
   return true;
 }

@@ -93,10 +93,11 @@ def _exit_code(code):
 
 # The host's interrupt (a timeout or a cancel) arrives as SIGINT, checked between any two bytecodes, also those of
 # the event loop and of this module. Raised there, KeyboardInterrupt would escape the task and end the runtime. So
-# it is raised only while the user's code is on the stack. Elsewhere (awaits, and time.sleep, run the event loop
-# while the user's frames are suspended) the run's task is cancelled instead, which raises CancelledError at the
-# await where the user's code waits. Code suspended inside time.sleep never sees either; the C++ side repeats the
-# interrupt through the grace period and then kills the runtime (docs/protocols/pyodide.md "Interrupts": time.sleep is not interruptible).
+# it is raised only while the user's code is on the stack. Elsewhere (the event loop runs while the user's frames
+# are suspended at an await) the run's task is cancelled instead, which raises CancelledError at the await where
+# the user's code waits; python_worker.mjs does the same when the interrupt arrives while no bytecode runs at all
+# (cancel_run). time.sleep waits on the interrupt itself (install_sleep) and raises KeyboardInterrupt at once
+# (docs/protocols/pyodide.md "Interrupts").
 _run_task = None
 
 
@@ -119,6 +120,33 @@ def _on_interrupt(signum, frame):
 
 
 _signal.signal(_signal.SIGINT, _on_interrupt)
+
+
+def cancel_run():
+    """Cancel the run's task: the host's interrupt arrived while the user's code waited at an await."""
+    task = _run_task
+    if task is not None and not task.done():
+        task.cancel()
+
+
+def install_sleep(wait):
+    """Replace time.sleep by one that sleeps in `wait(seconds)` (python_worker.mjs), which ends at the host's
+    interrupt and raises KeyboardInterrupt there. Pyodide's own time.sleep suspends the whole stack (JSPI) until an
+    asyncio timer fires, where no interrupt reaches it; it stays the judge of what is not a valid length."""
+    import time
+
+    real = time.sleep
+
+    def sleep(secs, /):
+        if not isinstance(secs, (int, float)):
+            return real(secs)  # the original's TypeError
+        real(min(secs, 0))  # the original's error for NaN; a negative length returns at once
+        wait(secs)
+
+    sleep.__doc__ = real.__doc__
+    sleep.__module__ = "time"
+    sleep.__qualname__ = "sleep"
+    time.sleep = sleep
 
 
 async def run(code, env_json):

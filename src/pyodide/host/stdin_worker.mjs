@@ -20,6 +20,8 @@ function requestInterrupt(id) {
   Atomics.store(control, 1, id);
   Atomics.store(slots, 1, id);
   if (Atomics.load(slots, 0) === id) Atomics.store(interruptBuffer, 0, 2);
+  // Wakes the sandbox worker where it waits for one: inside time.sleep, or in its event loop at an await.
+  Atomics.notify(slots, 1);
 }
 
 function readLoop(requests, responses) {

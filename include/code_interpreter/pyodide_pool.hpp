@@ -1,0 +1,74 @@
+// A warm pool of local Pyodide sandboxes: ready runtimes handed out at once. Guide: docs/backends/pyodide.md "Pool".
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <thread>
+
+#include "code_interpreter/pyodide_sandbox.hpp"
+
+namespace code_interpreter {
+
+/// Keeps `size` Pyodide sandboxes started and ready, and hands each out once.
+///
+/// A background thread creates sandboxes with the pool's `PyodideOptions` (one at a time, restoring the memory
+/// snapshot when `use_snapshot` is set) until `size` are ready, plus one for every caller waiting in `acquire`;
+/// it refills as they are taken. A sandbox in the pool has run no code: every acquired sandbox starts fresh, and
+/// none is handed out twice (the caller owns it; destroying it ends its runtime). The pool holds at most `size`
+/// ready runtimes plus the one being started. Thread-safe; `acquire` may be called from any number of threads.
+///
+/// A creation that fails is reported to every caller waiting at that moment (the exception `PyodideSandbox::create`
+/// threw), and retried after 1 s, doubling up to 30 s. A failure that no retry can mend (stages configure,
+/// template_build, install_packages: a bad option, a missing runtime, a missing wheel) stops the refilling: every
+/// later `acquire` rethrows it at once.
+///
+/// Destruction stops the background work (a creation under way is cancelled) and ends the ready runtimes; it
+/// must not overlap an `acquire` on another thread.
+class CODE_INTERPRETER_EXPORT PyodidePool {
+ public:
+  /// Starts filling the pool in the background and returns at once. `options.cancel` is ignored: the pool cancels
+  /// its own creations. @throws SandboxStartError (stage configure, kInvalidArgument) if `size` is 0.
+  explicit PyodidePool(std::size_t size, PyodideOptions options = {});
+  ~PyodidePool();
+
+  PyodidePool(const PyodidePool&) = delete;
+  PyodidePool& operator=(const PyodidePool&) = delete;
+
+  /// A ready sandbox: at once when one is waiting, else the next one the pool finishes starting (a restore from
+  /// the snapshot takes about 0.5 s). `timeout`: nullopt waits up to the options' `create_timeout` (default 120 s);
+  /// <= 0 waits without bound.
+  /// @throws SandboxStartError (stage start_runtime, kTimeout, nesting TransportError kTimeout) when none is ready
+  ///         in time; (kUnknown, nesting TransportError kCancelled) when `stop` is requested first; or the error of a
+  ///         creation that failed while the caller waited, or of one that cannot be mended (see the class).
+  [[nodiscard]] std::unique_ptr<PyodideSandbox> acquire(Timeout timeout = std::nullopt, std::stop_token stop = {});
+
+  /// The sandboxes ready now (0 to `size()`).
+  [[nodiscard]] std::size_t ready() const;
+  /// The number of ready sandboxes the pool keeps.
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// Sandboxes the pool has started so far (handed out or still waiting), for monitoring.
+  [[nodiscard]] std::uint64_t started() const;
+
+ private:
+  void refill(std::stop_token stop);
+
+  const std::size_t size_;
+  PyodideOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<std::unique_ptr<PyodideSandbox>> ready_;
+  std::size_t waiting_ = 0;            // callers inside acquire
+  std::uint64_t started_ = 0;
+  std::exception_ptr error_;           // the last creation's failure
+  std::uint64_t error_generation_ = 0;  // bumped on every failure
+  bool broken_ = false;                // error_ cannot be mended: no more creations
+  std::jthread worker_;                // last: stopped and joined before the members it uses are destroyed
+};
+
+}  // namespace code_interpreter

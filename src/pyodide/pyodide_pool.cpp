@@ -1,0 +1,142 @@
+#include "code_interpreter/pyodide_pool.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "code_interpreter/errors.hpp"
+#include "code_interpreter/logging.hpp"
+#include "core/deadline.hpp"
+#include "core/nested.hpp"
+
+namespace code_interpreter {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kDefaultAcquireTimeout = std::chrono::milliseconds(120s);  // create_timeout's default
+constexpr auto kFirstRetry = std::chrono::milliseconds(1s);
+constexpr auto kLongestRetry = std::chrono::milliseconds(30s);
+
+// A failure that a later creation with the same options would repeat.
+bool cannot_mend(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const CodeInterpreterError& error) {
+    return error.stage() == Stage::kConfigure || error.stage() == Stage::kTemplateBuild ||
+           error.stage() == Stage::kInstallPackages;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
+
+PyodidePool::PyodidePool(std::size_t size, PyodideOptions options) : size_(size), options_(std::move(options)) {
+  if (size_ == 0) {
+    throw SandboxStartError("a PyodidePool needs a size of at least 1", Stage::kConfigure,
+                            ErrorKind::kInvalidArgument);
+  }
+  options_.cancel = {};
+  worker_ = std::jthread([this](std::stop_token stop) { refill(std::move(stop)); });
+}
+
+PyodidePool::~PyodidePool() {
+  worker_.request_stop();
+  if (worker_.joinable()) worker_.join();
+  std::deque<std::unique_ptr<PyodideSandbox>> left;
+  {
+    std::lock_guard lock(mu_);
+    left.swap(ready_);
+  }
+  left.clear();  // each sandbox's destructor ends its runtime
+}
+
+void PyodidePool::refill(std::stop_token stop) {
+  auto retry = kFirstRetry;
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      // One more for every caller waiting beyond the ready ones, so that each gets a runtime of its own.
+      cv_.wait(lock, stop, [this] { return broken_ || ready_.size() < size_ + waiting_; });
+      if (stop.stop_requested() || broken_) return;
+    }
+    PyodideOptions options = options_;
+    options.cancel = stop;
+    try {
+      auto sandbox = PyodideSandbox::create(std::move(options));
+      std::lock_guard lock(mu_);
+      ready_.push_back(std::move(sandbox));
+      ++started_;
+      retry = kFirstRetry;
+    } catch (...) {
+      if (stop.stop_requested()) return;
+      const auto error = std::current_exception();
+      const bool permanent = cannot_mend(error);
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        logger()->warn("Pyodide pool: starting a sandbox failed: {}{}", e.what(),
+                       permanent ? "; the pool stops refilling" : "");
+      } catch (...) {
+        logger()->warn("Pyodide pool: starting a sandbox failed");
+      }
+      std::unique_lock lock(mu_);
+      error_ = error;
+      ++error_generation_;
+      broken_ = permanent;
+      cv_.notify_all();
+      if (permanent) return;
+      // Back off before the next attempt; the destructor's stop ends the wait.
+      cv_.wait_for(lock, stop, retry, [] { return false; });
+      retry = std::min(retry * 2, kLongestRetry);
+      continue;
+    }
+    cv_.notify_all();
+  }
+}
+
+std::unique_ptr<PyodideSandbox> PyodidePool::acquire(Timeout timeout, std::stop_token stop) {
+  const auto deadline = detail::Deadline::after(timeout ? timeout : options_.create_timeout, kDefaultAcquireTimeout);
+  std::unique_lock lock(mu_);
+  if (broken_) std::rethrow_exception(error_);
+  const auto generation = error_generation_;
+  ++waiting_;
+  cv_.notify_all();  // the refill thread starts one more if none is ready
+  const auto have = [&] { return !ready_.empty() || broken_ || error_generation_ != generation; };
+  if (deadline.at) {
+    cv_.wait_until(lock, stop, *deadline.at, have);
+  } else {
+    cv_.wait(lock, stop, have);
+  }
+  --waiting_;
+  if (!ready_.empty()) {
+    auto sandbox = std::move(ready_.front());
+    ready_.pop_front();
+    cv_.notify_all();  // room for the next one
+    return sandbox;
+  }
+  if (broken_ || error_generation_ != generation) std::rethrow_exception(error_);
+  if (stop.stop_requested()) {
+    const std::string message = "cancelled while waiting for a sandbox of the pool";
+    detail::throw_nested(SandboxStartError(message, Stage::kStartRuntime, ErrorKind::kUnknown),
+                         TransportError(message, TransportError::Kind::kCancelled));
+  }
+  const std::string message = "no sandbox of the pool became ready in time";
+  detail::throw_nested(SandboxStartError(message, Stage::kStartRuntime, ErrorKind::kTimeout),
+                       TransportError(message, TransportError::Kind::kTimeout));
+}
+
+std::size_t PyodidePool::ready() const {
+  std::lock_guard lock(mu_);
+  return ready_.size();
+}
+
+std::uint64_t PyodidePool::started() const {
+  std::lock_guard lock(mu_);
+  return started_;
+}
+
+}  // namespace code_interpreter

@@ -1,0 +1,192 @@
+// PyodidePool: ready sandboxes handed out once each, refilled in the background, bounded, and stopped with the pool.
+#include <catch2/catch.hpp>
+
+#include "code_interpreter/pyodide_pool.hpp"
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "pyodide_test_support.hpp"
+
+namespace {
+
+std::string value_of(ci::PyodideSandbox& sandbox, std::string_view code) {
+  const auto r = sandbox.execute_code(code);
+  INFO("error: " << r.error << "; stderr: " << r.stderr_text);
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  REQUIRE(r.results.size() == 1);
+  return r.results.at(0).data.at("text/plain");
+}
+
+// Waits up to `limit` for `pool` to hold `n` ready sandboxes.
+bool await_ready(const ci::PyodidePool& pool, std::size_t n, std::chrono::milliseconds limit = 60s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (pool.ready() != n) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("acquired sandboxes run code, start fresh and share nothing", "[pool]") {
+  ci::PyodidePool pool(2);
+  CHECK(pool.size() == 2);
+  auto a = pool.acquire();
+  auto b = pool.acquire();
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->sandbox_id() != b->sandbox_id());
+  CHECK(value_of(*a, "x = 41\nx + 1") == "42");
+  const auto r = b->execute_code("x");
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  REQUIRE(r.code_error.has_value());
+  CHECK(r.code_error->name == "NameError");
+  CHECK(value_of(*a, "x") == "41");
+}
+
+TEST_CASE("the pool refills to its size and keeps no more runtimes than it should", "[pool]") {
+  ci::PyodidePool pool(2);
+  REQUIRE(await_ready(pool, 2));
+  CHECK(pool.started() == 2);
+  // Ready and idle: two runtimes, not three.
+  std::this_thread::sleep_for(300ms);
+  CHECK(test_support::deno_children().size() == 2);
+  {
+    auto taken = pool.acquire(0ms);  // one is ready: no wait at all
+    REQUIRE(taken);
+    CHECK(pool.ready() == 1);
+    REQUIRE(await_ready(pool, 2));
+    CHECK(pool.started() == 3);
+    CHECK(test_support::deno_children().size() == 3);  // two ready, one handed out
+    CHECK(value_of(*taken, "1 + 1") == "2");
+  }
+  CHECK(test_support::deno_children().size() == 2);  // the handed-out one ended with its owner
+}
+
+TEST_CASE("concurrent acquire from more threads than the pool's size gives each its own sandbox", "[pool]") {
+  constexpr int kThreads = 4;
+  std::set<std::string> ids;
+  std::vector<std::string> answers(kThreads);
+  {
+    ci::PyodidePool pool(1);
+    std::vector<std::unique_ptr<ci::PyodideSandbox>> got(kThreads);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] {
+        got[i] = pool.acquire(120s);
+        (void)got[i]->execute_code("n = " + std::to_string(i));
+        const auto r = got[i]->execute_code("n * 10");
+        if (r.status == ci::ExecutionStatus::kSuccess && r.results.size() == 1) {
+          answers[i] = r.results[0].data.at("text/plain");
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < kThreads; ++i) {
+      REQUIRE(got[i]);
+      ids.insert(got[i]->sandbox_id().value());
+      CHECK(answers[i] == std::to_string(i * 10));
+    }
+  }
+  CHECK(ids.size() == kThreads);
+  CHECK(test_support::no_deno_children());
+}
+
+TEST_CASE("destroying the pool while it starts a runtime cancels the start and leaves no process", "[pool]") {
+  const auto started = std::chrono::steady_clock::now();
+  {
+    ci::PyodidePool pool(3);
+    std::this_thread::sleep_for(150ms);  // the first creation is under way
+    CHECK(pool.ready() == 0);
+  }
+  const auto took = std::chrono::steady_clock::now() - started;
+  CHECK(took < 3s);
+  CHECK(test_support::no_deno_children());
+}
+
+TEST_CASE("destroying a full pool ends every ready runtime", "[pool]") {
+  {
+    ci::PyodidePool pool(2);
+    REQUIRE(await_ready(pool, 2));
+    CHECK(test_support::deno_children().size() == 2);
+  }
+  CHECK(test_support::no_deno_children());
+}
+
+TEST_CASE("acquire gives up at its timeout and at its stop_token, with the create errors' shape", "[pool]") {
+  ci::PyodidePool pool(1);
+  SECTION("timeout") {
+    try {
+      (void)pool.acquire(1ms);
+      FAIL("acquire returned a sandbox within 1 ms of the pool's start");
+    } catch (const ci::SandboxStartError& e) {
+      CHECK(e.stage() == ci::Stage::kStartRuntime);
+      CHECK(e.kind() == ci::ErrorKind::kTimeout);
+      CHECK(std::string(e.what()) == "no sandbox of the pool became ready in time");
+      try {
+        std::rethrow_if_nested(e);
+        FAIL("no nested cause");
+      } catch (const ci::TransportError& cause) {
+        CHECK(cause.kind() == ci::TransportError::Kind::kTimeout);
+      }
+    }
+  }
+  SECTION("stop_token") {
+    std::stop_source stop;
+    std::jthread stopper([&] {
+      std::this_thread::sleep_for(30ms);
+      stop.request_stop();
+    });
+    const auto before = std::chrono::steady_clock::now();
+    try {
+      (void)pool.acquire(std::nullopt, stop.get_token());
+      FAIL("acquire returned a sandbox within 30 ms of the pool's start");
+    } catch (const ci::SandboxStartError& e) {
+      CHECK(e.kind() == ci::ErrorKind::kUnknown);
+      CHECK(std::string(e.what()) == "cancelled while waiting for a sandbox of the pool");
+      try {
+        std::rethrow_if_nested(e);
+        FAIL("no nested cause");
+      } catch (const ci::TransportError& cause) {
+        CHECK(cause.kind() == ci::TransportError::Kind::kCancelled);
+      }
+    }
+    CHECK(std::chrono::steady_clock::now() - before < 300ms);
+  }
+  // The pool goes on: the runtime it was starting is handed to the next caller.
+  auto sandbox = pool.acquire(120s);
+  CHECK(value_of(*sandbox, "6 * 7") == "42");
+}
+
+TEST_CASE("a failure no retry can mend stops the pool and every acquire rethrows it at once", "[pool]") {
+  ci::PyodideOptions options;
+  options.runtime_dir = std::filesystem::temp_directory_path() / "ci-pool-no-such-runtime";
+  ci::PyodidePool pool(1, options);
+  for (int i = 0; i < 2; ++i) {
+    const auto before = std::chrono::steady_clock::now();
+    try {
+      (void)pool.acquire(60s);
+      FAIL("acquire returned a sandbox without a runtime");
+    } catch (const ci::TemplateBuildError& e) {
+      CHECK(e.stage() == ci::Stage::kTemplateBuild);
+      CHECK(std::string(e.what()).find("ci-pool-no-such-runtime") != std::string::npos);
+    }
+    CHECK(std::chrono::steady_clock::now() - before < 5s);
+  }
+  CHECK(pool.started() == 0);
+  CHECK(pool.ready() == 0);
+}
+
+TEST_CASE("a pool of size 0 is refused", "[pool]") {
+  try {
+    ci::PyodidePool pool(0);
+    FAIL("a pool of size 0 was made");
+  } catch (const ci::SandboxStartError& e) {
+    CHECK(e.stage() == ci::Stage::kConfigure);
+    CHECK(e.kind() == ci::ErrorKind::kInvalidArgument);
+    CHECK(std::string(e.what()) == "a PyodidePool needs a size of at least 1");
+  }
+}
