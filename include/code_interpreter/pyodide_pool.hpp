@@ -1,6 +1,7 @@
 // A warm pool of local Pyodide sandboxes: ready runtimes handed out at once. Guide: docs/backends/pyodide.md "Pool".
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -18,10 +19,14 @@ namespace code_interpreter {
 /// Keeps `size` Pyodide sandboxes started and ready, and hands each out once.
 ///
 /// A background thread creates sandboxes with the pool's `PyodideOptions` (one at a time, restoring the memory
-/// snapshot when `use_snapshot` is set) until `size` are ready, plus one for every caller waiting in `acquire`;
-/// it refills as they are taken. A sandbox in the pool has run no code: every acquired sandbox starts fresh, and
-/// none is handed out twice (the caller owns it; destroying it ends its runtime). The pool holds at most `size`
-/// ready runtimes plus the one being started. Thread-safe; `acquire` may be called from any number of threads.
+/// snapshot when `use_snapshot` is set) until `size` are ready, plus one for every caller waiting in `acquire`.
+/// Each new sandbox runs the expression `0` 20 times before it counts as ready, so that V8 has compiled the path
+/// every call takes (a new runtime's first calls are several times slower); it leaves nothing behind. The pool
+/// refills 100 ms after a sandbox is taken (at once for a caller waiting with none ready), so that a start does not
+/// compete with the first calls of the sandbox just handed out. No user's code has run in a sandbox of the pool:
+/// every acquired sandbox starts fresh, and none is handed out twice (the caller owns it; destroying it ends its
+/// runtime). The pool holds at most `size` ready runtimes plus the one being started. Thread-safe; `acquire` may be
+/// called from any number of threads.
 ///
 /// A creation that fails is reported to every caller waiting at that moment (the exception `PyodideSandbox::create`
 /// threw), and retried after 1 s, doubling up to 30 s. A failure that no retry can mend (stages configure,
@@ -65,6 +70,7 @@ class CODE_INTERPRETER_EXPORT PyodidePool {
   std::deque<std::unique_ptr<PyodideSandbox>> ready_;
   std::size_t waiting_ = 0;            // callers inside acquire
   std::uint64_t started_ = 0;
+  std::chrono::steady_clock::time_point last_acquire_{};  // when a sandbox was last handed out
   std::exception_ptr error_;           // the last creation's failure
   std::uint64_t error_generation_ = 0;  // bumped on every failure
   bool broken_ = false;                // error_ cannot be mended: no more creations

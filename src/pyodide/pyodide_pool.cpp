@@ -19,6 +19,9 @@ using namespace std::chrono_literals;
 constexpr auto kDefaultAcquireTimeout = std::chrono::milliseconds(120s);  // create_timeout's default
 constexpr auto kFirstRetry = std::chrono::milliseconds(1s);
 constexpr auto kLongestRetry = std::chrono::milliseconds(30s);
+constexpr auto kWarmUpTimeout = std::chrono::milliseconds(30s);
+constexpr int kWarmUpCalls = 20;
+constexpr auto kRefillPause = std::chrono::milliseconds(100);
 
 // A failure that a later creation with the same options would repeat.
 bool cannot_mend(const std::exception_ptr& e) {
@@ -62,11 +65,29 @@ void PyodidePool::refill(std::stop_token stop) {
       // One more for every caller waiting beyond the ready ones, so that each gets a runtime of its own.
       cv_.wait(lock, stop, [this] { return broken_ || ready_.size() < size_ + waiting_; });
       if (stop.stop_requested() || broken_) return;
+      // A start takes both cores of a small machine for half a second: right after a sandbox was handed out it
+      // waits kRefillPause, so that the caller's first calls do not compete with it, unless a caller is waiting
+      // with none ready.
+      const auto resume = last_acquire_ + kRefillPause;
+      cv_.wait_until(lock, stop, resume, [this] { return broken_ || waiting_ > ready_.size(); });
+      if (stop.stop_requested() || broken_) return;
     }
     PyodideOptions options = options_;
     options.cancel = stop;
     try {
       auto sandbox = PyodideSandbox::create(std::move(options));
+      // A new runtime's first calls are slow (10-15 ms, then 3-5 ms: V8 compiles each wasm and JavaScript function
+      // the first time it runs): paid here, with calls that leave nothing behind (an expression whose value goes
+      // back as a result, the path every call takes), instead of by the caller of acquire.
+      ExecuteOptions warm;
+      warm.timeout = kWarmUpTimeout;
+      warm.cancel = stop;
+      for (int i = 0; i < kWarmUpCalls; ++i) {
+        if (const auto r = sandbox->execute_code("0", warm); r.status != ExecutionStatus::kSuccess) {
+          throw SandboxStartError("the new sandbox's first calls failed: " + r.error, Stage::kStartRuntime,
+                                  ErrorKind::kUnavailable);
+        }
+      }
       std::lock_guard lock(mu_);
       ready_.push_back(std::move(sandbox));
       ++started_;
@@ -115,6 +136,7 @@ std::unique_ptr<PyodideSandbox> PyodidePool::acquire(Timeout timeout, std::stop_
   if (!ready_.empty()) {
     auto sandbox = std::move(ready_.front());
     ready_.pop_front();
+    last_acquire_ = std::chrono::steady_clock::now();
     cv_.notify_all();  // room for the next one
     return sandbox;
   }

@@ -226,13 +226,42 @@ ci::PyodideOptions snapshot_options(const fs::path& runtime, const fs::path& sna
   return options;
 }
 
+// utime + stime of `pid` in clock ticks (/proc/<pid>/stat fields 14 and 15), -1 when it is gone.
+long cpu_ticks(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return -1;
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  long utime = 0, stime = 0;
+  if (std::sscanf(line.c_str() + close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &utime, &stime) != 2) {
+    return -1;
+  }
+  return utime + stime;
+}
+
+// Waits until the one runtime process is idle (at most one tick in 500 ms; at most 15 s): a restored runtime goes on
+// compiling in V8's background threads for a few seconds after it is ready.
+void await_settled() {
+  const pid_t pid = runtime_pid();
+  long before = cpu_ticks(pid);
+  for (int i = 0; i < 30 && before >= 0; ++i) {
+    ::usleep(500'000);
+    const long now = cpu_ticks(pid);
+    if (now - before <= 1) return;
+    before = now;
+  }
+}
+
 // acquire() + execute_code("1+1"), each with a ready runtime waiting in a pool of one; the sandbox is destroyed
-// (untimed) and the pool refilled before the next sample.
-std::vector<double> pool_acquire(const fs::path& runtime, const fs::path& snapshot_dir, int count) {
+// (untimed) and the pool refilled before the next sample. `settled`: the waiting runtime has also finished its
+// background compilation; otherwise it is taken the moment it is ready.
+std::vector<double> pool_acquire(const fs::path& runtime, const fs::path& snapshot_dir, int count, bool settled) {
   ci::PyodidePool pool(1, snapshot_options(runtime, snapshot_dir));
   std::vector<double> samples;
   for (int i = 0; i < count; ++i) {
     while (pool.ready() < 1) ::usleep(1000);
+    if (settled) await_settled();
     const auto t0 = Clock::now();
     auto sandbox = pool.acquire();
     const auto r = sandbox->execute_code("1+1");
@@ -282,11 +311,13 @@ struct RawRun {
   std::vector<double> warm_ms;
   std::string pyodide_version;
   std::string deno_version;
+  double rss_mib = 0;  // with idle_ms: resident memory after that long idle
 };
 
 // Runs raw_pyodide.mjs in the runtime's Deno with the flags, permissions and environment PyodideSandbox uses,
 // plus read access to the script itself.
-RawRun raw_run(const Args& args, int warm_calls, const std::optional<fs::path>& snapshot = std::nullopt) {
+RawRun raw_run(const Args& args, int warm_calls, const std::optional<fs::path>& snapshot = std::nullopt,
+              int idle_ms = -1) {
   const fs::path runtime = fs::canonical(args.runtime);
   const fs::path script = fs::canonical(args.raw_script);
   const fs::path deno = runtime / "node_modules" / "@deno" / "linux-x64-glibc" / "deno";
@@ -322,6 +353,10 @@ RawRun raw_run(const Args& args, int warm_calls, const std::optional<fs::path>& 
   if (snapshot) {
     argv_s.push_back("--snapshot");
     argv_s.push_back(snapshot->string());
+  }
+  if (idle_ms >= 0) {
+    argv_s.push_back("--idle-ms");
+    argv_s.push_back(std::to_string(idle_ms));
   }
   std::vector<std::string> env_s = {"DENO_DIR=" + deno_dir, "NO_COLOR=1", "DENO_NO_UPDATE_CHECK=1",
                                     "DENO_NO_PROMPT=1"};
@@ -385,6 +420,7 @@ RawRun raw_run(const Args& args, int warm_calls, const std::optional<fs::path>& 
   r.warm_ms = j.at("warm_ms").get<std::vector<double>>();
   r.pyodide_version = j.at("pyodide").get<std::string>();
   r.deno_version = j.at("deno").get<std::string>();
+  if (idle_ms >= 0) r.rss_mib = j.at("rss_mib").get<double>();
   if (static_cast<int>(r.warm_ms.size()) != warm_calls) throw std::runtime_error("raw_pyodide.mjs: wrong sample count");
   return r;
 }
@@ -512,7 +548,9 @@ int main(int argc, char** argv) {
       if (pid < 0) throw std::runtime_error("no runtime process found for the idle RSS");
       idle_rss = rss_mib(pid);
     }
-    const std::vector<double> pool_ms = pool_acquire(args.runtime, snap_dir, args.cold * 4);
+    const double raw_idle_rss = raw_run(args, 0, image, 3000).rss_mib;
+    const std::vector<double> pool_ms = pool_acquire(args.runtime, snap_dir, args.cold * 3, true);
+    const std::vector<double> pool_unsettled_ms = pool_acquire(args.runtime, snap_dir, args.cold * 3, false);
     const double refill_rate = pool_refill_rate(args.runtime, snap_dir, 3);
     const std::vector<double> respawn_ms = respawn_after_kill(args.runtime, snap_dir, args.cold);
     const std::string pressure_after = cpu_pressure();
@@ -549,6 +587,9 @@ int main(int argc, char** argv) {
     std::snprintf(rss, sizeof rss, "%.0f MiB", idle_rss.first);
     std::snprintf(before, sizeof before, "%.0f MiB", kIdleRssBeforeMiB);
     print_row("idle RSS per sandbox", rss, before, idle_rss.first / kIdleRssBeforeMiB, kIdleRssTarget);
+    char raw_rss[32];
+    std::snprintf(raw_rss, sizeof raw_rss, "%.0f MiB", raw_idle_rss);
+    print_row("idle RSS vs raw restored", rss, raw_rss, idle_rss.first / raw_idle_rss, std::nullopt);
     std::printf("\n");
     std::printf("ours: create() alone, median %.0f ms; first execute_code after create, median %.0f ms\n",
                 stats_of(ours_create_ms).median, stats_of(ours_first_exec_ms).median);
@@ -561,11 +602,14 @@ int main(int argc, char** argv) {
     std::printf("snapshot: made by the first create in %.0f ms (create -> result, untimed above); the raw column of "
                 "'snapshot vs cold create' is our cold create\n",
                 made.total_ms);
-    std::printf("idle RSS: %.0f MiB anonymous of %.0f MiB; the raw column is the figure before snapshots; the raw "
-                "column of 'respawn after hard kill median' is our cold create\n",
+    std::printf("idle RSS: %.0f MiB anonymous of %.0f MiB, 3 s after its first call; the raw column of 'idle RSS "
+                "per sandbox' is the figure before snapshots (193-203 MiB), of 'idle RSS vs raw restored' one Deno "
+                "restoring the same image alone in its process, after the same pause; the raw column of 'respawn "
+                "after hard kill median' is our cold create\n",
                 idle_rss.second, idle_rss.first);
-    std::printf("pool: %zu acquire samples, p99 %.3f ms; refill rate of a drained pool of 3\n", pool_ms.size(),
-                pa.p99);
+    std::printf("pool: %zu acquire samples with the waiting runtime settled (no CPU for 500 ms), p99 %.3f ms; taken "
+                "the moment it is ready instead, median %.3f ms; refill rate of a drained pool of 3\n",
+                pool_ms.size(), pa.p99, stats_of(pool_unsettled_ms).median);
     std::printf("after: load average %s, CPU pressure avg10 %s (our own runs add to both)\n", load_average().c_str(),
                 pressure_after.c_str());
   } catch (const std::exception& e) {

@@ -39,6 +39,8 @@ TEST_CASE("acquired sandboxes run code, start fresh and share nothing", "[pool]"
   REQUIRE(a);
   REQUIRE(b);
   CHECK(a->sandbox_id() != b->sandbox_id());
+  // The pool's warm-up calls leave nothing a program can see.
+  CHECK(value_of(*b, "sorted(globals())") == "['__builtins__', '__name__']");
   CHECK(value_of(*a, "x = 41\nx + 1") == "42");
   const auto r = b->execute_code("x");
   CHECK(r.status == ci::ExecutionStatus::kError);
