@@ -42,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "code_interpreter/code_interpreter.hpp"
+#include "pyodide_test_support.hpp"
 
 namespace ci = code_interpreter;
 namespace fs = std::filesystem;
@@ -61,9 +62,6 @@ constexpr double kRespawnColdTarget = 0.25;
 constexpr double kPoolTargetMs = 5.0;
 constexpr double kIdleRssBeforeMiB = 198.0;  // idle RSS per sandbox before snapshots (193-203 MiB measured)
 constexpr double kIdleRssTarget = 0.6;
-// The program a timeout cannot stop softly: it swallows every interrupt, so the runtime is killed.
-constexpr const char* kUnstoppable =
-    "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n";
 // A raw run that says nothing for this long is stuck; the bench fails rather than hanging.
 constexpr int kRawTimeoutMs = 300'000;
 
@@ -193,18 +191,8 @@ std::vector<double> ours_warm(ci::PyodideSandbox& sandbox, int count) {
 
 // The pid of this process's one Deno child (the sandbox's runtime), or -1.
 pid_t runtime_pid() {
-  pid_t found = -1;
-  const std::string parent = " " + std::to_string(::getpid()) + " ";
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::ifstream stat(entry.path() / "stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    const auto close = line.rfind(')');
-    if (close == std::string::npos || line.find("(deno)") == std::string::npos) continue;
-    // After ")": the state, then the parent's pid.
-    if (line.compare(close + 3, parent.size(), parent) == 0) found = std::stoi(entry.path().filename().string());
-  }
-  return found;
+  const auto pids = test_support::deno_children();
+  return pids.size() == 1 ? pids[0] : -1;
 }
 
 // VmRSS of `pid` in MiB (/proc/<pid>/status), and RssAnon beside it.
@@ -226,33 +214,6 @@ ci::PyodideOptions snapshot_options(const fs::path& runtime, const fs::path& sna
   return options;
 }
 
-// utime + stime of `pid` in clock ticks (/proc/<pid>/stat fields 14 and 15), -1 when it is gone.
-long cpu_ticks(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return -1;
-  const auto close = line.rfind(')');
-  if (close == std::string::npos) return -1;
-  long utime = 0, stime = 0;
-  if (std::sscanf(line.c_str() + close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &utime, &stime) != 2) {
-    return -1;
-  }
-  return utime + stime;
-}
-
-// Waits until the one runtime process is idle (at most one tick in 500 ms; at most 15 s): a restored runtime goes on
-// compiling in V8's background threads for a few seconds after it is ready.
-void await_settled() {
-  const pid_t pid = runtime_pid();
-  long before = cpu_ticks(pid);
-  for (int i = 0; i < 30 && before >= 0; ++i) {
-    ::usleep(500'000);
-    const long now = cpu_ticks(pid);
-    if (now - before <= 1) return;
-    before = now;
-  }
-}
-
 // acquire() + execute_code("1+1"), each with a ready runtime waiting in a pool of one; the sandbox is destroyed
 // (untimed) and the pool refilled before the next sample. `settled`: the waiting runtime has also finished its
 // background compilation; otherwise it is taken the moment it is ready.
@@ -261,7 +222,8 @@ std::vector<double> pool_acquire(const fs::path& runtime, const fs::path& snapsh
   std::vector<double> samples;
   for (int i = 0; i < count; ++i) {
     while (pool.ready() < 1) ::usleep(1000);
-    if (settled) await_settled();
+    // A restored runtime goes on compiling in V8's background threads for a few seconds after it is ready.
+    if (settled) test_support::await_runtime_settled(runtime_pid());
     const auto t0 = Clock::now();
     auto sandbox = pool.acquire();
     const auto r = sandbox->execute_code("1+1");
@@ -292,7 +254,7 @@ std::vector<double> respawn_after_kill(const fs::path& runtime, const fs::path& 
   for (int i = 0; i < count; ++i) {
     ci::ExecuteOptions quick;
     quick.timeout = std::chrono::milliseconds(100);
-    const auto killed = sandbox->execute_code(kUnstoppable, quick);
+    const auto killed = sandbox->execute_code(test_support::kUnstoppable, quick);
     const auto t0 = Clock::now();
     if (!killed.state_lost) throw std::runtime_error("the unstoppable program was not killed: " + killed.error);
     const auto r = sandbox->execute_code("1+1");
