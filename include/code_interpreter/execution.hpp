@@ -170,7 +170,9 @@ struct ExecuteOptions {
   std::vector<Attachment> files;   ///< uploaded into `upload_dir` before the code runs
   std::optional<std::string> upload_dir;  ///< default: `Capabilities::upload_dir`
   /// Called with one line at a time, including its "\n" (the last partial line without); lines longer than
-  /// 64 KiB come in 64 KiB pieces. Runs on the calling thread. Must not call back into the same sandbox.
+  /// 64 KiB come in 64 KiB pieces; on Pyodide a partial line the code flushed and did not finish within 50 ms comes
+  /// as a piece without "\n", the rest of the line after it (docs/errors.md "Output"). Runs on the calling thread.
+  /// Must not call back into the same sandbox.
   std::function<void(std::string_view)> on_stdout;
   std::function<void(std::string_view)> on_stderr;
   std::map<std::string, std::string> env;  ///< environment variables for this call only

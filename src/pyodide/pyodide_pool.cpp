@@ -23,13 +23,15 @@ constexpr auto kWarmUpTimeout = std::chrono::milliseconds(30s);
 constexpr int kWarmUpCalls = 20;
 constexpr auto kRefillPause = std::chrono::milliseconds(100);
 
-// A failure that a later creation with the same options would repeat.
+// A failure that a later creation with the same options would repeat: a bad option, a missing runtime or wheel, a
+// kernel without what require_kernel_confinement asks for.
 bool cannot_mend(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
   } catch (const CodeInterpreterError& error) {
     return error.stage() == Stage::kConfigure || error.stage() == Stage::kTemplateBuild ||
-           error.stage() == Stage::kInstallPackages;
+           error.stage() == Stage::kInstallPackages || error.kind() == ErrorKind::kUnsupported ||
+           error.kind() == ErrorKind::kInvalidArgument;
   } catch (...) {
     return false;
   }
@@ -68,13 +70,17 @@ void PyodidePool::refill(std::stop_token stop) {
       // A start takes both cores of a small machine for half a second: right after a sandbox was handed out it
       // waits kRefillPause, so that the caller's first calls do not compete with it, unless a caller is waiting
       // with none ready.
-      const auto resume = last_acquire_ + kRefillPause;
-      cv_.wait_until(lock, stop, resume, [this] { return broken_ || waiting_ > ready_.size(); });
+      // An acquire during the pause moves its end.
+      for (auto resume = last_acquire_ + kRefillPause; std::chrono::steady_clock::now() < resume;
+           resume = last_acquire_ + kRefillPause) {
+        if (cv_.wait_until(lock, stop, resume, [this] { return broken_ || waiting_ > ready_.size(); })) break;
+        if (stop.stop_requested()) return;
+      }
       if (stop.stop_requested() || broken_) return;
     }
-    PyodideOptions options = options_;
-    options.cancel = stop;
     try {
+      PyodideOptions options = options_;
+      options.cancel = stop;
       auto sandbox = PyodideSandbox::create(std::move(options));
       // A new runtime's first calls are slow (10-15 ms, then 3-5 ms: V8 compiles each wasm and JavaScript function
       // the first time it runs): paid here, with calls that leave nothing behind (an expression whose value goes

@@ -498,6 +498,7 @@ struct PyodideSandbox::Impl {
     }
     std::string why;
     if (!make_snapshot(*file, deadline, cancel, why)) {
+      if (cancel.stop_requested() || terminating) return std::nullopt;  // create sees the cancel next
       logger()->warn("sandbox {}: cannot make a snapshot in {}: {}; every runtime loads cold", id,
                      file->parent_path().string(), why);
       return std::nullopt;
@@ -1080,7 +1081,8 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
     }
   };
   // A partial line the code flushed (each out frame is one flush of Python's line-buffered stream) is delivered
-  // when no more of it arrives within kPartialLineDelay: print() writes its text and its end separately.
+  // kPartialLineDelay after a frame first left it partial, unless a later frame completed it by then: print() of a
+  // text with a newline in it flushes the text and then its end separately.
   std::optional<Clock::time_point> flush_at;
 
   for (;;) {
@@ -1100,12 +1102,15 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
           why = "output frame for an unknown stream";
         } else {
           auto& other = s == 2 ? out : err;
-          guarded([&] {
-            // What the other stream holds was produced first: delivered first, so the order across them is kept.
-            if (other.holding()) other.flush();
-            stream.feed(f.body);
-          });
-          if (!flush_at && stream.holding()) flush_at = Clock::now() + kPartialLineDelay;
+          // What the other stream holds was produced first: delivered first, so the order across them is kept.
+          // Two guarded steps: a callback that throws in the first still leaves this frame's text collected.
+          if (other.holding()) guarded([&] { other.flush(); });
+          guarded([&] { stream.feed(f.body); });
+          if (!out.holding() && !err.holding()) {
+            flush_at.reset();
+          } else if (!flush_at) {
+            flush_at = Clock::now() + kPartialLineDelay;
+          }
           continue;
         }
       } else {  // result
@@ -1370,6 +1375,11 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   std::stop_callback on_cancel(impl->options.cancel, [p = impl.get()] { p->wake(); });
   if (impl->options.use_snapshot) {
     impl->snapshot = impl->find_or_make_snapshot(snapshot_file, deadline, impl->options.cancel);
+    if (impl->options.cancel.stop_requested()) {
+      const std::string message = "cancelled while the Pyodide runtime was starting";
+      throw_nested(SandboxStartError(message, Stage::kStartRuntime, ErrorKind::kUnknown),
+                   TransportError(message, TransportError::Kind::kCancelled));
+    }
   }
   auto cleanup = [&impl] { impl->kill_host(); };
   try {

@@ -57,7 +57,9 @@ TEST_CASE("the pool refills to its size and keeps no more runtimes than it shoul
   std::this_thread::sleep_for(300ms);
   CHECK(test_support::deno_children().size() == 2);
   {
-    auto taken = pool.acquire(0ms);  // one is ready: no wait at all
+    const auto before = std::chrono::steady_clock::now();
+    auto taken = pool.acquire(60s);
+    CHECK(std::chrono::steady_clock::now() - before < 50ms);  // one was ready: handed out at once
     REQUIRE(taken);
     CHECK(pool.ready() == 1);
     REQUIRE(await_ready(pool, 2));
@@ -78,11 +80,15 @@ TEST_CASE("concurrent acquire from more threads than the pool's size gives each 
     std::vector<std::thread> threads;
     for (int i = 0; i < kThreads; ++i) {
       threads.emplace_back([&, i] {
-        got[i] = pool.acquire(120s);
-        (void)got[i]->execute_code("n = " + std::to_string(i));
-        const auto r = got[i]->execute_code("n * 10");
-        if (r.status == ci::ExecutionStatus::kSuccess && r.results.size() == 1) {
-          answers[i] = r.results[0].data.at("text/plain");
+        try {
+          got[i] = pool.acquire(120s);
+          (void)got[i]->execute_code("n = " + std::to_string(i));
+          const auto r = got[i]->execute_code("n * 10");
+          if (r.status == ci::ExecutionStatus::kSuccess && r.results.size() == 1) {
+            answers[i] = r.results[0].data.at("text/plain");
+          }
+        } catch (const std::exception& e) {
+          answers[i] = std::string("threw: ") + e.what();  // fails the CHECK below with the reason
         }
       });
     }
@@ -98,14 +104,16 @@ TEST_CASE("concurrent acquire from more threads than the pool's size gives each 
 }
 
 TEST_CASE("destroying the pool while it starts a runtime cancels the start and leaves no process", "[pool]") {
-  const auto started = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point destroying;
   {
     ci::PyodidePool pool(3);
-    std::this_thread::sleep_for(150ms);  // the first creation is under way
+    std::this_thread::sleep_for(150ms);  // the first creation is under way: a restore takes 0.4 s and more
     CHECK(pool.ready() == 0);
+    REQUIRE(test_support::deno_children().size() == 1);
+    destroying = std::chrono::steady_clock::now();
   }
-  const auto took = std::chrono::steady_clock::now() - started;
-  CHECK(took < 3s);
+  // Cancelled, not waited for: what is left of the start would take longer than this.
+  CHECK(std::chrono::steady_clock::now() - destroying < 250ms);
   CHECK(test_support::no_deno_children());
 }
 
@@ -168,6 +176,7 @@ TEST_CASE("a failure no retry can mend stops the pool and every acquire rethrows
   options.runtime_dir = std::filesystem::temp_directory_path() / "ci-pool-no-such-runtime";
   ci::PyodidePool pool(1, options);
   for (int i = 0; i < 2; ++i) {
+    if (i == 1) std::this_thread::sleep_for(1500ms);  // past the first retry a mendable failure would get
     const auto before = std::chrono::steady_clock::now();
     try {
       (void)pool.acquire(60s);
@@ -176,7 +185,8 @@ TEST_CASE("a failure no retry can mend stops the pool and every acquire rethrows
       CHECK(e.stage() == ci::Stage::kTemplateBuild);
       CHECK(std::string(e.what()).find("ci-pool-no-such-runtime") != std::string::npos);
     }
-    CHECK(std::chrono::steady_clock::now() - before < 5s);
+    // The second acquire does not wait for an attempt: the pool stopped at the first failure.
+    if (i == 1) CHECK(std::chrono::steady_clock::now() - before < 50ms);
   }
   CHECK(pool.started() == 0);
   CHECK(pool.ready() == 0);

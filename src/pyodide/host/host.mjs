@@ -28,7 +28,8 @@ globalThis.addEventListener("unhandledrejection", (event) => event.preventDefaul
 
 const hostDir = new URL(".", import.meta.url);
 const interruptShared = new SharedArrayBuffer(1);
-const slotsShared = new SharedArrayBuffer(8);     // stdin worker <-> sandbox: [0] id running, [1] id asked to stop
+// stdin worker <-> sandbox: [0] id running, [1] id asked to stop, [2] interrupts sent (a counter to wait on)
+const slotsShared = new SharedArrayBuffer(12);
 const controlShared = new SharedArrayBuffer(8);   // stdin worker <-> here only: [0] newest request id, [1] id asked
 const control = new Int32Array(controlShared);
 const requestsShared = Ring.allocate();           // stdin worker -> sandbox

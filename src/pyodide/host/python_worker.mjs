@@ -216,33 +216,44 @@ function hardenReachable() {
 
 let checkInterrupt;    // Pyodide's checkInterrupt, taken before the lock-down
 
-// time.sleep (installed by runner.install_sleep): sleeps in Atomics.wait on the slot the stdin worker notifies when
-// the host asks to stop, so an interrupt ends the sleep at once; checkInterrupt then raises KeyboardInterrupt in
-// the code that slept. Called with the GIL held, from Python.
+// time.sleep (installed by runner.install_sleep): sleeps in Atomics.wait on the counter the stdin worker bumps and
+// notifies with every interrupt, so an interrupt ends the sleep at once; checkInterrupt then runs Python's SIGINT
+// handler, which raises KeyboardInterrupt in the code that slept. If the handler does not raise (the program set its
+// own), the sleep goes on for the rest of its length, as CPython's does. Called with the GIL held, from Python;
+// `seconds` is a finite number >= 0 (runner.py checks).
 function interruptibleSleep(seconds) {
   const end = performance.now() + Number(seconds) * 1000;
   for (;;) {
-    if (Atomics.load(interruptBuffer, 0) !== 0) break;
+    const sent = Atomics.load(slots, 2);
+    if (Atomics.load(interruptBuffer, 0) !== 0) {
+      checkInterrupt();
+      if (Atomics.load(interruptBuffer, 0) !== 0) return;  // not consumed: never spin on it
+      continue;
+    }
     const left = end - performance.now();
-    if (!(left > 0)) break;
-    Atomics.wait(slots, 1, Atomics.load(slots, 1), Math.min(left, 60_000));
+    if (!(left > 0)) return;
+    Atomics.wait(slots, 2, sent, Math.min(left, 60_000));
   }
-  checkInterrupt();
 }
 
 // Code suspended at an await runs no bytecode, so Python never sees the interrupt buffer. One waiter, armed for the
 // runtime's life, wakes on every interrupt; if a run is waiting with the interrupt still pending, its task is
 // cancelled (CancelledError at the await, state kept), as the signal handler does for an interrupt seen between
-// bytecodes of the event loop.
+// bytecodes of the event loop. The buffer is cleared only when a task was cancelled: otherwise the interrupt is left
+// for Python to see.
 function watchInterrupts() {
-  const armed = Atomics.waitAsync(slots, 1, Atomics.load(slots, 1));
+  const armed = Atomics.waitAsync(slots, 2, Atomics.load(slots, 2));
   const woken = armed.async ? armed.value : Promise.resolve();
   woken.then(() => {
-    if (currentId !== 0 && Atomics.load(interruptBuffer, 0) !== 0) {
-      Atomics.store(interruptBuffer, 0, 0);
-      runner.cancel_run();
+    try {
+      if (currentId !== 0 && Atomics.load(interruptBuffer, 0) !== 0 && runner.cancel_run() === true) {
+        Atomics.store(interruptBuffer, 0, 0);
+      }
+    } catch {
+      // A program that broke the runner's cancel_run only loses this soft interrupt; the repeats and the kill remain.
+    } finally {
+      watchInterrupts();
     }
-    watchInterrupts();
   });
 }
 

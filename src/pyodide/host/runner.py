@@ -123,25 +123,41 @@ _signal.signal(_signal.SIGINT, _on_interrupt)
 
 
 def cancel_run():
-    """Cancel the run's task: the host's interrupt arrived while the user's code waited at an await."""
+    """Cancel the run's task: the host's interrupt arrived while the user's code waited at an await. True when there
+    was a task to cancel."""
     task = _run_task
     if task is not None and not task.done():
         task.cancel()
+        return True
+    return False
+
+
+# CPython's limit: a length whose nanoseconds do not fit a signed 64-bit integer.
+_SLEEP_MAX = (2**63 - 1) / 1e9
 
 
 def install_sleep(wait):
     """Replace time.sleep by one that sleeps in `wait(seconds)` (python_worker.mjs), which ends at the host's
     interrupt and raises KeyboardInterrupt there. Pyodide's own time.sleep suspends the whole stack (JSPI) until an
-    asyncio timer fires, where no interrupt reaches it; it stays the judge of what is not a valid length."""
+    asyncio timer fires, where no interrupt reaches it. Arguments are judged as CPython's time.sleep judges them."""
+    import math
+    import operator
     import time
 
     real = time.sleep
 
     def sleep(secs, /):
-        if not isinstance(secs, (int, float)):
-            return real(secs)  # the original's TypeError
-        real(min(secs, 0))  # the original's error for NaN; a negative length returns at once
-        wait(secs)
+        if isinstance(secs, float):
+            length = float(secs)
+        else:
+            length = operator.index(secs)  # TypeError for what is neither a float nor an integer, as CPython
+        if math.isnan(length):
+            raise ValueError("Invalid value NaN (not a number)")
+        if length < 0:
+            raise ValueError("sleep length must be non-negative")
+        if length > _SLEEP_MAX:
+            raise OverflowError("timestamp too large to convert to C PyTime_t")
+        wait(float(length))
 
     sleep.__doc__ = real.__doc__
     sleep.__module__ = "time"

@@ -11,7 +11,8 @@ import { FrameReader } from "./frames.mjs";
 import { Ring } from "./ring.mjs";
 
 let interruptBuffer = null;  // Uint8Array over a SharedArrayBuffer: Pyodide's interrupt buffer
-let slots = null;            // Int32Array, shared with the sandbox worker: [0] id running now, [1] id asked to stop
+let slots = null;            // Int32Array, shared with the sandbox worker: [0] id running now, [1] id asked to stop,
+                             // [2] interrupts sent
 let control = null;          // Int32Array, shared with host.mjs only: [0] newest request id, [1] id asked to stop
 
 function requestInterrupt(id) {
@@ -20,8 +21,10 @@ function requestInterrupt(id) {
   Atomics.store(control, 1, id);
   Atomics.store(slots, 1, id);
   if (Atomics.load(slots, 0) === id) Atomics.store(interruptBuffer, 0, 2);
-  // Wakes the sandbox worker where it waits for one: inside time.sleep, or in its event loop at an await.
-  Atomics.notify(slots, 1);
+  // Wakes the sandbox worker where it waits for one: inside time.sleep, or in its event loop at an await. It waits
+  // on the counter, read before it checks the interrupt buffer, so no interrupt falls between the check and the wait.
+  Atomics.add(slots, 2, 1);
+  Atomics.notify(slots, 2);
 }
 
 function readLoop(requests, responses) {
