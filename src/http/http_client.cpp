@@ -132,7 +132,7 @@ size_t read_body(char* buffer, size_t size, size_t items, void* arg) {
   return n;
 }
 
-// libcurl asks to rewind before it re-sends a request on a fresh connection (libcurl.md §1). A non-idempotent
+// libcurl asks to rewind before it re-sends a request on a fresh connection (docs/protocols/libcurl.md "No silent re-send"). A non-idempotent
 // request may be rewound only while no body byte has been read: then it provably was not delivered.
 int seek_body(void* arg, curl_off_t offset, int origin) {
   auto* t = static_cast<Transfer*>(arg);

@@ -1,4 +1,4 @@
-// The one libcurl wrapper shared by every HTTP backend and the LM invokers (design.md §3).
+// The one libcurl wrapper shared by every HTTP backend and the LM invokers (docs/architecture.md "HTTP").
 //
 // It performs one HTTP exchange and reports, besides the response, the two facts the status mapping needs:
 // was any byte of the request written, and was the response body complete (by its HTTP framing). Transport
@@ -6,7 +6,7 @@
 // (lifecycle) or to return a result (execution) with http::classify (outcome.hpp).
 //
 // No silent re-send: libcurl 7.88 re-sends a request on a fresh connection when a reused one dies before any
-// response byte (../shared/protocols/libcurl.md §1). A request marked non-idempotent sends its body through a
+// response byte (docs/protocols/libcurl.md "No silent re-send"). A request marked non-idempotent sends its body through a
 // read callback whose seek callback refuses to rewind once a body byte was read; libcurl then fails with
 // CURLE_SEND_FAIL_REWIND instead of delivering the body twice.
 #pragma once

@@ -1,5 +1,6 @@
-// The one function that turns an exchange's transport facts into the contract's status fields (design.md §1.2,
-// §1.4), and the one that turns them into the TransportError nested under lifecycle errors (design.md §1.3).
+// The one function that turns an exchange's transport facts into the contract's status fields (docs/errors.md
+// "Statuses and what each result carries"), and the one that turns them into the TransportError nested under
+// lifecycle errors (docs/errors.md "TransportError").
 #pragma once
 
 #include <optional>
@@ -20,8 +21,8 @@ struct Verdict {
   std::string message;  ///< for ExecutionResult::error
 };
 
-/// Maps a failed exchange (transport failure, or an HTTP status >= 400 answered before the code ran) to the
-/// §1.2 table:
+/// Maps a failed exchange (transport failure, or an HTTP status >= 400 answered before the code ran) to the status
+/// table of docs/errors.md:
 ///  - kCancelled: nothing written → kError, retry_safe ("cancelled"); else kUnknown.
 ///  - kTimeout → kTimeout with `timeout_kind`, no FailureDetail.
 ///  - kConnect / kTls, or any failure before a request byte was written → kError, retry_safe, "curl.<CODE>".

@@ -1,4 +1,4 @@
-// The one retry loop (design.md §3): which exchanges are transient (outcome.hpp), a jittered capped backoff
+// The one retry loop of the HTTP backends (docs/architecture.md "HTTP"): which exchanges are transient (outcome.hpp), a jittered capped backoff
 // that honours Retry-After, and the idempotency rule (a non-idempotent request is retried only when it provably
 // was not written, or when the caller's hook made a retry safe). The sleep is injectable so tests check the
 // backoff without sleeping.

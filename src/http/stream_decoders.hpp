@@ -18,7 +18,7 @@ enum class DecodeStatus {
   kMalformed,  ///< the bytes cannot be this format (envelopes: an unknown flag bit)
 };
 
-/// Newline-delimited records (NDJSON, e2b.md §5.2): each complete line, without its "\n" (and without a
+/// Newline-delimited records (NDJSON, docs/protocols/e2b.md "The /execute stream"): each complete line, without its "\n" (and without a
 /// trailing "\r"), goes to the sink. The sink returns false to stop.
 class LineDecoder {
  public:
@@ -36,7 +36,7 @@ class LineDecoder {
   std::string pending_;
 };
 
-/// Connect protocol envelopes (e2b.md §4.1): 1 flag byte, a 4-byte big-endian length, then that many bytes.
+/// Connect protocol envelopes (docs/protocols/e2b.md "Connect envelopes"): 1 flag byte, a 4-byte big-endian length, then that many bytes.
 /// Flags: 0x00 message, 0x02 end-of-stream; 0x01 (compressed) is refused as malformed, as connect-web does.
 class EnvelopeDecoder {
  public:
