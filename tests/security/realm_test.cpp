@@ -421,6 +421,70 @@ await attempt('SharedArrayBuffer', lambda: shared_buffers(_pjs))
   security::require_alive(*sb);
 }
 
+// The interrupt route (docs/protocols/pyodide.md "Interrupts"): time.sleep's wait function and the runner's
+// cancel_run are reachable from Python. Called with any argument, the wait returns or ends at the interrupt; a
+// cancel_run the program replaced is called only while its own run waits at an await, never after a call returned,
+// and costs the program only its own soft interrupt (it is killed after the grace period; the next runtime is whole).
+TEST_CASE("the interrupt route: the sleep's wait function and a replaced cancel_run reach nothing past the program's own run",
+          "[realm]") {
+  ci::PyodideOptions options;
+  options.interrupt_grace = 300ms;
+  auto sb = fresh(options);
+  const std::string hook = R"PY(
+import time
+g = time.sleep.__globals__
+cells = {n: c.cell_contents for n, c in zip(time.sleep.__code__.co_freevars, time.sleep.__closure__)}
+wait = cells['wait']
+calls = []
+def hook():
+    calls.append(1)
+    return False
+g['cancel_run'] = hook
+t = time.monotonic()
+for a in (-1, float('nan'), 'x', None, -1e308):
+    wait(a)
+(sorted(cells), time.monotonic() - t < 0.5)
+)PY";
+  auto r = run(*sb, hook);
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(security::value_of(r) == "(['math', 'operator', 'wait'], True)");
+  // An interrupt that lands in synchronous code, then idle time: the replaced cancel_run is never called.
+  ci::ExecuteOptions quick;
+  quick.timeout = 500ms;
+  r = run(*sb, "while True:\n    pass", quick);
+  CHECK(r.status == ci::ExecutionStatus::kTimeout);
+  CHECK_FALSE(r.state_lost);
+  std::this_thread::sleep_for(500ms);
+  r = run(*sb, "len(calls)");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(security::value_of(r) == "0");
+  // The wait itself, called directly for 30 s, ends at the interrupt with the state kept.
+  quick.timeout = 1000ms;
+  r = run(*sb, "wait(30)", quick);
+  CHECK(r.status == ci::ExecutionStatus::kTimeout);
+  CHECK_FALSE(r.state_lost);
+  // At an await, the program's hook can keep its own run from being cancelled: then it is killed after the grace
+  // period (a restored runtime); or the event loop's own bytecode sees the interrupt and cancels it anyway (seen
+  // with a cold one). Either way the outcome is a timeout of this call.
+  r = run(*sb, "import asyncio\nawait asyncio.sleep(30)", quick);
+  CHECK(r.status == ci::ExecutionStatus::kTimeout);
+  REQUIRE(r.timeout_kind.has_value());
+  CHECK(*r.timeout_kind == ci::TimeoutKind::kExecution);
+  const bool killed = r.state_lost;
+  r = run(*sb, "import time\n(time.sleep.__globals__['cancel_run'].__name__, 'calls' in globals())");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  if (killed) {
+    // The respawned runtime has the runner's own cancel_run, and its await is interrupted softly again.
+    CHECK(security::value_of(r) == "('cancel_run', False)");
+    r = run(*sb, "import asyncio\nawait asyncio.sleep(30)", quick);
+    CHECK(r.status == ci::ExecutionStatus::kTimeout);
+    CHECK_FALSE(r.state_lost);
+  } else {
+    CHECK(security::value_of(r) == "('hook', True)");  // the program's own state, kept
+  }
+  security::require_alive(*sb);
+}
+
 // The program owns its sandbox's filesystem, and the answers to list_files and read_file are the program's to choose
 // (docs/security.md, threat model): replacing pyodide_js.FS's methods can make them fail, never reach the host.
 TEST_CASE("methods replaced on pyodide_js.FS make the host's file operations fail inside the sandbox, never reach the host",
