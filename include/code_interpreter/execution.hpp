@@ -148,7 +148,9 @@ struct CODE_INTERPRETER_EXPORT ExecutionResult {
   std::string stderr_text;  ///< likewise
   std::string error;        ///< a human-readable description; the traceback for a code error
   int exit_code = -1;       ///< 0 on success; 1 for an exception; n for sys.exit(n); -1 when the code did not finish
-  std::optional<std::chrono::milliseconds> duration;  ///< wall time of the execution; JSON "duration_ms"
+  /// Wall time of the execution itself, on every backend: from sending the code (after any attachment uploads) to
+  /// the answer or the kill; absent when the code was never sent. JSON "duration_ms".
+  std::optional<std::chrono::milliseconds> duration;
   std::optional<FailureDetail> failure;               ///< set for kUnknown and for kError-that-never-ran
   std::optional<CodeError> code_error;                ///< set when the user's code raised
   std::vector<RichResult> results;                    ///< rich outputs; the last expression's value is main

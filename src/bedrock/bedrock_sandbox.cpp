@@ -20,6 +20,7 @@
 #include "core/deadline.hpp"
 #include "core/file_guards.hpp"
 #include "core/nested.hpp"
+#include "core/outcome.hpp"
 #include "core/output.hpp"
 #include "core/untrusted.hpp"
 #include "core/utf8.hpp"
@@ -222,14 +223,7 @@ std::optional<CodeError> parse_python_error(const std::string& stderr_text) {
   return std::nullopt;
 }
 
-ExecutionResult never_ran(std::string code, std::string error, std::optional<FailureDetail> failure) {
-  ExecutionResult r;
-  r.status = ExecutionStatus::kError;
-  r.code = std::move(code);
-  r.error = std::move(error);
-  r.failure = std::move(failure);
-  return r;
-}
+using detail::never_ran;
 
 // What one InvokeCodeInterpreter call produced.
 struct Invocation {
@@ -438,9 +432,10 @@ struct BedrockAgentCoreSandbox::Impl {
 
   // `file_cap`: for readFiles, the most bytes of file content the answer may carry, counted as each result event
   // arrives (never on a size the service states); past it the transfer stops and `over_cap` is set.
+  // `retry_reads`: the tool only reads, so it may be repeated (see below); otherwise it is sent once.
   Invocation invoke(std::string_view tool, json arguments, milliseconds timeout, std::stop_token cancel,
                     bool idempotent, detail::OutputStream* out = nullptr, detail::OutputStream* err = nullptr,
-                    std::optional<std::uint64_t> file_cap = std::nullopt) {
+                    std::optional<std::uint64_t> file_cap = std::nullopt, bool retry_reads = false) {
     // A JSON string may spell a byte in up to 6 ("\u0001"), so the payloads of a capped read may be that much
     // larger than its content; they are held one message at a time.
     std::size_t result_budget = options.max_message_bytes + 2 * options.max_output_bytes;
@@ -449,6 +444,7 @@ struct BedrockAgentCoreSandbox::Impl {
       result_budget += static_cast<std::size_t>(*file_cap > most / 6 ? most : *file_cap * 6);
     }
     Invocation inv;
+    std::optional<bedrock::EventStreamDecoder> decoder;
     auto req = request("POST", base_path() + "/tools/invoke",
                        json{{"name", tool}, {"arguments", std::move(arguments)}}.dump());
     req.headers.emplace_back(kSessionHeader, session_id);
@@ -458,8 +454,7 @@ struct BedrockAgentCoreSandbox::Impl {
     req.cancel = std::move(cancel);
     req.on_headers = [&](int s) { inv.status = s; };
 
-    bedrock::EventStreamDecoder decoder(
-        [&](bedrock::EventMessage&& message) {
+    const auto sink = [&](bedrock::EventMessage&& message) {
           const auto type = message.string_header(":message-type").value_or("");
           if (type == "event") {
             if (message.string_header(":event-type").value_or("") != "result") return true;  // unknown events are skipped
@@ -507,22 +502,49 @@ struct BedrockAgentCoreSandbox::Impl {
                 service_text(std::string(message.string_header(":error-message").value_or("")), config.credentials);
           }
           return false;
-        },
-        options.max_message_bytes);
+        };
+    decoder.emplace(sink, options.max_message_bytes);
 
     req.on_body = [&](std::string_view piece) {
       if (inv.status != 200) {
         inv.error_body.append(piece.substr(0, kMaxErrorBody - std::min(kMaxErrorBody, inv.error_body.size())));
         return true;
       }
-      if (!decoder.feed(piece)) {
-        inv.decode_error = decoder.error();
+      if (!decoder->feed(piece)) {
+        inv.decode_error = decoder->error();
         return false;
       }
       return true;
     };
-    inv.exchange = client.perform(req);
-    if (inv.exchange.ok() && inv.status == 200 && decoder.has_partial() && !inv.exception && !inv.malformed_event &&
+    if (!retry_reads) {
+      inv.exchange = client.perform(req);
+    } else {
+      // A tool that only reads (readFiles, listFiles, getTask) goes through the one retry loop: what never reached
+      // the service, or was refused as transient (429, 5xx, a throttling or unavailable first frame), is tried again,
+      // every attempt within `timeout`. Each attempt starts from nothing: a refused attempt leaves no partial answer.
+      const auto deadline = detail::Deadline::after(timeout, timeout);
+      http::RetryHooks hooks;
+      hooks.prepare = [&](http::Request& attempt) {
+        inv = Invocation{};
+        decoder.emplace(sink, options.max_message_bytes);
+        attempt.timeout = deadline.bound(timeout);
+      };
+      hooks.refused = [&](const http::Exchange&) { return inv.exception.has_value() && inv.exception_first; };
+      hooks.retryable = [&](const http::Exchange& e) {
+        if (inv.over_cap || inv.callback_threw) return false;
+        if (inv.exception) {
+          // The stream stopped at an exception frame (the read is aborted there, or the body ended with it).
+          const auto kind = aws_error_kind(inv.exception->substr(4), 0);  // "aws." + the frame's name
+          return inv.exception_first && (kind == ErrorKind::kRateLimited || kind == ErrorKind::kUnavailable);
+        }
+        return http::is_transient(e, true);
+      };
+      hooks.sleep = [&deadline](milliseconds delay, std::stop_token stop) {
+        return deadline.allows(delay) && http::interruptible_sleep(delay, std::move(stop));
+      };
+      inv.exchange = http::perform_with_retries(client, req, {}, hooks);
+    }
+    if (inv.exchange.ok() && inv.status == 200 && decoder->has_partial() && !inv.exception && !inv.malformed_event &&
         !inv.too_large && inv.decode_error == bedrock::EventStreamError::kNone)
       inv.truncated = true;  // the body ended cleanly inside a message
     return inv;
@@ -591,14 +613,19 @@ struct BedrockAgentCoreSandbox::Impl {
       return r;
     }
     if (ex.ok() && inv.status != 200 && inv.status != 0) {
-      // Answered with an error before any frame: nothing ran.
+      // Answered with an error before any frame. A 4xx, or a 5xx in the service's own error shape, is its refusal:
+      // nothing ran. A 5xx without that shape may come from a proxy after the service took the call
+      // (docs/errors.md "Answered statuses").
       const auto e = aws_error(ex.response, inv.error_body, config.credentials);
-      auto refused = never_ran(code, std::string(what) + " refused: HTTP " + std::to_string(inv.status) + " " + e.code +
-                                         (e.message.empty() ? "" : ": " + e.message),
-                               FailureDetail{e.code.empty() ? "http." + std::to_string(inv.status) : aws_type(e.code), true});
+      const auto verdict =
+          http::answered(inv.status, !e.code.empty(), e.code.empty() ? "http." + std::to_string(inv.status) : aws_type(e.code),
+                         what, e.code.empty() ? e.message : e.code + (e.message.empty() ? "" : ": " + e.message));
+      r.status = verdict.status;
+      r.failure = verdict.failure;
+      r.error = verdict.message;
       // An expired or stopped session is gone before the call (bedrock.md §2.5).
-      refused.state_lost = inv.status == 404;
-      return refused;
+      r.state_lost = verdict.status == ExecutionStatus::kError && inv.status == 404;
+      return r;
     }
     if (inv.callback_threw) {
       r.status = ExecutionStatus::kUnknown;
@@ -636,11 +663,7 @@ struct BedrockAgentCoreSandbox::Impl {
       r.error = verdict.message;
       if (r.status == ExecutionStatus::kUnknown && ex.request_written && ex.failure != http::Failure::kCancelled &&
           status_of_session(std::chrono::seconds(5)) == std::optional<std::string>("TERMINATED")) {
-        r.status = ExecutionStatus::kTimeout;
-        r.timeout_kind = TimeoutKind::kSandboxLost;
-        r.failure.reset();
-        r.state_lost = true;
-        r.error = std::string(what) + ": the session ended during the call";
+        detail::mark_sandbox_lost(r, std::string(what) + ": the session ended during the call");
       }
       return r;
     }
@@ -703,21 +726,10 @@ struct BedrockAgentCoreSandbox::Impl {
     return invoke_read(tool, arguments, t, cancel, file_cap);
   }
 
-  // A tool that only reads (readFiles, listFiles, getTask) may be repeated: what never reached the service, or was
-  // refused as transient (429, 5xx, a throttling first frame), is retried up to three times, all within `t`.
+  // A tool that only reads (readFiles, listFiles, getTask): retried through the one retry loop (invoke).
   Invocation invoke_read(std::string_view tool, const json& arguments, milliseconds t, std::stop_token cancel,
                          std::optional<std::uint64_t> file_cap = std::nullopt) {
-    const auto deadline = Deadline::after(t, t);
-    for (int attempt = 1;; ++attempt) {
-      auto inv = invoke(tool, arguments, deadline.bound(t), cancel, true, nullptr, nullptr, file_cap);
-      if (inv.over_cap) return inv;
-      const bool retry = attempt < 3 && ((inv.exchange.ok() && (inv.status == 429 || inv.status >= 500)) ||
-                                         (!inv.exchange.ok() && http::is_transient(inv.exchange, true)) ||
-                                         (inv.exception && inv.exception_first &&
-                                          inv.exception->find("Throttling") != std::string::npos));
-      const milliseconds pause(200 * attempt);
-      if (!retry || !deadline.allows(pause) || !http::interruptible_sleep(pause, cancel)) return inv;
-    }
+    return invoke(tool, arguments, t, std::move(cancel), true, nullptr, nullptr, file_cap, true);
   }
 
   void ensure_parent(std::string_view path, std::stop_token cancel, bool* session_gone) {
@@ -789,7 +801,6 @@ struct BedrockAgentCoreSandbox::Impl {
     const auto call = calls.begin(o.cancel);
     const std::string code(code_view);
     std::unique_lock lock(exec_mutex);
-    const auto started = Clock::now();
 
     if (!o.env.empty() && language != Language::kPython)
       return never_ran(code, "env is not supported for " + std::string(language_name(language)) +
@@ -830,6 +841,7 @@ struct BedrockAgentCoreSandbox::Impl {
              "    del _ci_os, _ci_env, _ci_saved, _ci_k, _ci_v\n";
     }
     const milliseconds budget = o.timeout.value_or(kDefaultExecuteTimeout);
+    const auto started = Clock::now();  // duration is the execution itself, after the uploads (execution.hpp)
     detail::OutputStream out(o.on_stdout ? &o.on_stdout : nullptr, options.max_output_bytes);
     detail::OutputStream err(o.on_stderr ? &o.on_stderr : nullptr, options.max_output_bytes);
     json arguments = {{"code", sent}, {"language", language_name(language)}};
@@ -890,7 +902,6 @@ struct BedrockAgentCoreSandbox::Impl {
   ExecutionResult command(std::string_view cmd, const CommandOptions& o) {
     const auto call = calls.begin(o.cancel);
     std::unique_lock lock(exec_mutex);
-    const auto started = Clock::now();
     std::string full;
     for (const auto& [name, value] : o.env) {
       const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
@@ -912,6 +923,7 @@ struct BedrockAgentCoreSandbox::Impl {
     const auto deadline = limit.at.value_or(Clock::time_point::max());
     // Each request gets at most what is left of the budget, so a service that stalls cannot stretch the call.
     const auto request_budget = [&] { return limit.bound(options.request_timeout); };
+    const auto started = Clock::now();
     const auto started_task = invoke("startCommandExecution", {{"command", full}}, request_budget(), call->token(), false);
     if (auto failed = failure_of(started_task, std::string(cmd), "command")) return *failed;
     const auto task_it = started_task.structured.find("taskId");
@@ -1039,7 +1051,8 @@ struct BedrockAgentCoreSandbox::Impl {
 
   // ---- packages ----
 
-  void install_packages(const Deadline& deadline, const std::vector<std::string>& packages) {
+  // `budget`: the caller's create_timeout, which `deadline` bounds.
+  void install_packages(const Deadline& deadline, milliseconds budget, const std::vector<std::string>& packages) {
     if (packages.empty()) return;
     if (language != Language::kPython) {
       logger()->warn("bedrock: additional_packages skipped: the session's language is {}, not python",
@@ -1053,13 +1066,10 @@ struct BedrockAgentCoreSandbox::Impl {
     install.cancel = options.cancel;
     const auto result = command(cmd, install);
     if (result.status == ExecutionStatus::kSuccess) return;
-    std::string detail = result.stderr_text.empty() ? result.error : result.stderr_text;
-    if (detail.size() > 2000) detail = detail.substr(detail.size() - 2000);
     if (!stopped(stop(Deadline::after(std::nullopt, options.request_timeout * 2))))
       logger()->warn("bedrock: could not stop session {} after a failed install", session_id);
     calls.mark_terminated();
-    throw SandboxStartError("installing additional_packages failed (" + std::string(to_string(result.status)) + "): " +
-                                detail, Stage::kInstallPackages, ErrorKind::kInternal);
+    throw detail::install_packages_error(result, options.cancel, budget);
   }
 };
 
@@ -1071,13 +1081,14 @@ BedrockAgentCoreSandbox::BedrockAgentCoreSandbox(std::unique_ptr<Impl> impl, Lan
 
 std::unique_ptr<BedrockAgentCoreSandbox> BedrockAgentCoreSandbox::create(BedrockOptions options) {
   const auto deadline = Deadline::after(options.create_timeout, kDefaultCreateTimeout);
+  const milliseconds budget = options.create_timeout.value_or(kDefaultCreateTimeout);
   const Language language = options.language;
   auto packages = options.additional_packages;
   auto impl = std::make_unique<Impl>(std::move(options));
   impl->start(deadline);
   std::unique_ptr<BedrockAgentCoreSandbox> sandbox(
       new BedrockAgentCoreSandbox(std::move(impl), language, std::move(packages)));
-  sandbox->impl_->install_packages(deadline, sandbox->additional_packages());
+  sandbox->impl_->install_packages(deadline, budget, sandbox->additional_packages());
   return sandbox;
 }
 

@@ -56,9 +56,12 @@ inline int untrusted_exit_code(const nlohmann::json& value) {
   }
   if (value.is_number_integer()) return in_int(value.get<std::int64_t>());
   if (value.is_number_float()) {
+    // The range is checked before any conversion: converting a double outside the target's range (or a NaN) to an
+    // integer is undefined behaviour.
     const double v = value.get<double>();
-    return v == static_cast<double>(static_cast<long long>(v)) && v >= -2147483648.0 && v <= 2147483647.0
-               ? static_cast<int>(v) : 1;
+    if (!(v >= -2147483648.0 && v <= 2147483647.0)) return 1;
+    const int n = static_cast<int>(v);
+    return static_cast<double>(n) == v ? n : 1;
   }
   if (value.is_string()) {
     const auto& text = value.get_ref<const std::string&>();

@@ -17,6 +17,7 @@
 #include "core/deadline.hpp"
 #include "core/file_guards.hpp"
 #include "core/nested.hpp"
+#include "core/outcome.hpp"
 #include "core/untrusted.hpp"
 #include "core/utf8.hpp"
 #include "e2b/streams.hpp"
@@ -105,14 +106,7 @@ bool is_gone_answer(int status, std::string_view body) {
 }
 
 
-ExecutionResult never_ran(std::string code, std::string error, std::optional<FailureDetail> failure) {
-  ExecutionResult r;
-  r.status = ExecutionStatus::kError;
-  r.code = std::move(code);
-  r.error = std::move(error);
-  r.failure = std::move(failure);
-  return r;
-}
+using detail::never_ran;
 
 void apply(const http::Verdict& verdict, ExecutionResult& r) {
   r.status = verdict.status;
@@ -428,7 +422,8 @@ struct E2BSandbox::Impl {
     accept_sandbox_answer(ex, Stage::kCreate);
   }
 
-  void install_packages(const Deadline& deadline, E2BSandbox& self) {
+  // `budget`: the caller's create_timeout, which `deadline` bounds.
+  void install_packages(const Deadline& deadline, milliseconds budget, E2BSandbox& self) {
     if (self.additional_packages().empty()) return;
     if (self.language() != Language::kPython) {
       logger()->warn("e2b: additional_packages skipped: the sandbox's language is {}, not python",
@@ -446,14 +441,11 @@ struct E2BSandbox::Impl {
     install.cancel = options.cancel;
     const auto result = execute(std::nullopt, code, install);
     if (result.status == ExecutionStatus::kSuccess) return;
-    std::string detail = result.stderr_text.empty() ? result.error : result.stderr_text;
-    if (detail.size() > 2000) detail = detail.substr(detail.size() - 2000);
     try {
       kill_quietly();
     } catch (...) {
     }
-    throw SandboxStartError("installing additional_packages failed (" + std::string(to_string(result.status)) +
-                                "): " + detail, Stage::kInstallPackages, ErrorKind::kInternal);
+    throw detail::install_packages_error(result, options.cancel, budget);
   }
 
   void kill_quietly() {
@@ -540,7 +532,6 @@ struct E2BSandbox::Impl {
     require_utf8(code, "execute: the code");
     if (context_id) require_utf8(*context_id, "execute: the context id");
     const auto call = begin_call(o.cancel);
-    const auto started = Clock::now();
     ExecutionResult r;
     r.code = std::string(code);
 
@@ -548,15 +539,17 @@ struct E2BSandbox::Impl {
       const auto ex = upload(o.upload_dir.value_or("/files"), o.files, call->token());
       if (!ex.success()) {
         // The code has not run: whatever broke, a retry cannot duplicate it (uploads overwrite).
+        if (ex.ok()) {
+          const int status = ex.response.status;
+          return never_ran(r.code, "upload refused: HTTP " + std::to_string(status) + ": " + service_text(ex.response.body),
+                           FailureDetail{"http." + std::to_string(status), true}, is_gone_answer(status, ex.response.body));
+        }
         const auto verdict = http::classify(ex, TimeoutKind::kRequest, "upload");
-        const bool gone = ex.ok() && is_gone_answer(ex.response.status, ex.response.body);
-        auto failed = never_ran(r.code, verdict.message + (ex.ok() ? ": " + service_text(ex.response.body) : ""),
-                                FailureDetail{verdict.failure ? verdict.failure->exception_type
-                                                              : "curl." + ex.curl_code, true});
-        failed.state_lost = gone;
-        return failed;
+        return never_ran(r.code, verdict.message,
+                         FailureDetail{verdict.failure ? verdict.failure->exception_type : "curl." + ex.curl_code, true});
       }
     }
+    const auto started = Clock::now();  // duration is the execution itself, after the uploads (execution.hpp)
 
     json body = {{"code", code}};
     if (context_id) body["context_id"] = *context_id;
@@ -608,18 +601,7 @@ struct E2BSandbox::Impl {
       unexpected_status(ex.response.status, "execute", r);
       return r;
     }
-    if (ex.ok()) {
-      // Answered before running: the service refused (400 both context and language, 404 unknown context...).
-      const bool gone = is_gone_answer(ex.response.status, error_body);
-      auto refused = never_ran(r.code,
-                               gone ? "the sandbox is gone (it expired or was killed)"
-                                    : "execute refused: HTTP " + std::to_string(ex.response.status) + ": " +
-                                          service_text(error_body),
-                               FailureDetail{"http." + std::to_string(ex.response.status), true});
-      refused.state_lost = gone;
-      refused.duration = r.duration;
-      return refused;
-    }
+    if (ex.ok()) return answered_error(r, ex.response.status, error_body, "execute");
     stream.finish_output();
     stream.collect(r);
     if (stream.fault() != e2b::StreamFault::kNone) {
@@ -630,16 +612,26 @@ struct E2BSandbox::Impl {
     // A stream that broke after the code started: if the sandbox itself is gone, it died during the call.
     if (r.status == ExecutionStatus::kUnknown && ex.request_written && ex.failure != http::Failure::kCancelled &&
         sandbox_gone()) {
-      r.status = ExecutionStatus::kTimeout;
-      r.timeout_kind = TimeoutKind::kSandboxLost;
-      r.failure.reset();
-      r.state_lost = true;
-      r.error = "execute: the sandbox was lost during the call";
+      detail::mark_sandbox_lost(r, "execute: the sandbox was lost during the call");
     }
     if (r.status == ExecutionStatus::kTimeout && r.timeout_kind == TimeoutKind::kExecution)
       r.error = "execute: the execution timed out after " + std::to_string(budget.count()) +
                 " ms; the connection was closed, which interrupts the code";
     return r;
+  }
+
+  // An answered error status (>= 400) to a request that runs code (docs/errors.md "Answered statuses"): a 4xx is the
+  // service's refusal and the sandbox-not-found answer shows the sandbox gone before the call; any other 5xx may come
+  // from a proxy after the code was taken, so nothing is known.
+  ExecutionResult answered_error(ExecutionResult& r, int status, std::string_view body, std::string_view what) const {
+    const bool gone = is_gone_answer(status, body);
+    const auto verdict = http::answered(status, gone, "http." + std::to_string(status), what, service_text(body));
+    apply(verdict, r);
+    if (gone) {
+      r.error = "the sandbox is gone (it expired or was killed)";
+      r.state_lost = true;
+    }
+    return std::move(r);
   }
 
   static void finish_code_result(ExecutionResult& r) {
@@ -735,26 +727,16 @@ struct E2BSandbox::Impl {
       unexpected_status(ex.response.status, "command", r);
       return r;
     }
-    if (ex.ok() && ex.response.status != 200) {
-      const bool gone = is_gone_answer(ex.response.status, error_body);
-      auto refused = never_ran(r.code,
-                               gone ? "the sandbox is gone (it expired or was killed)"
-                                    : "command refused: HTTP " + std::to_string(ex.response.status) + ": " +
-                                          service_text(error_body),
-                               FailureDetail{"http." + std::to_string(ex.response.status), true});
-      refused.state_lost = gone;
-      refused.duration = r.duration;
-      return refused;
-    }
+    if (ex.ok() && ex.response.status != 200) return answered_error(r, ex.response.status, error_body, "command");
     if (!ex.ok()) {
       apply(http::classify(ex, TimeoutKind::kExecution, "command"), r);
+      // Our backstop fired after envd's own limit should have: name the caller's budget, not libcurl's timer.
+      if (r.status == ExecutionStatus::kTimeout && r.timeout_kind == TimeoutKind::kExecution)
+        r.error = "command: timed out after " + std::to_string(budget.count()) +
+                  " ms; envd did not end it in time, so the command may still be running";
       if (r.status == ExecutionStatus::kUnknown && ex.request_written && ex.failure != http::Failure::kCancelled &&
           sandbox_gone()) {
-        r.status = ExecutionStatus::kTimeout;
-        r.timeout_kind = TimeoutKind::kSandboxLost;
-        r.failure.reset();
-        r.state_lost = true;
-        r.error = "command: the sandbox was lost during the call";
+        detail::mark_sandbox_lost(r, "command: the sandbox was lost during the call");
       }
       return r;
     }
@@ -816,12 +798,13 @@ E2BSandbox::E2BSandbox(std::unique_ptr<Impl> impl, Language language, std::vecto
 
 std::unique_ptr<E2BSandbox> E2BSandbox::create(E2BOptions options) {
   const auto deadline = Deadline::after(options.create_timeout, kDefaultCreateTimeout);
+  const milliseconds options_budget = options.create_timeout.value_or(kDefaultCreateTimeout);
   const Language language = options.language;
   auto packages = options.additional_packages;
   auto impl = std::make_unique<Impl>(std::move(options));
   impl->create_sandbox(deadline);
   std::unique_ptr<E2BSandbox> sandbox(new E2BSandbox(std::move(impl), language, std::move(packages)));
-  sandbox->impl_->install_packages(deadline, *sandbox);
+  sandbox->impl_->install_packages(deadline, options_budget, *sandbox);
   return sandbox;
 }
 

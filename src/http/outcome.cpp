@@ -38,11 +38,7 @@ Verdict classify(const Exchange& exchange, TimeoutKind timeout_kind, std::string
       verdict.message = prefix + "the response was rejected while it was read";
       return verdict;
     case Failure::kNone:
-      // An answered error status: the service refused before running anything.
-      verdict.status = ExecutionStatus::kError;
-      verdict.failure = FailureDetail{fmt::format("http.{}", exchange.response.status), true};
-      verdict.message = prefix + fmt::format("the service answered HTTP {}", exchange.response.status);
-      return verdict;
+      return answered(exchange.response.status, false, fmt::format("http.{}", exchange.response.status), context);
     default:
       break;
   }
@@ -58,6 +54,25 @@ Verdict classify(const Exchange& exchange, TimeoutKind timeout_kind, std::string
   verdict.failure = FailureDetail{type, false};
   verdict.message = prefix + "the connection broke after the request was sent; the code may have run (" +
                     describe(exchange) + ")";
+  return verdict;
+}
+
+Verdict answered(int status, bool service_refusal, std::string exception_type, std::string_view context,
+                 std::string_view said) {
+  Verdict verdict;
+  const bool refused = answer_proves_never_ran(status, service_refusal);
+  const std::string what = context.empty() ? std::string(refused ? "refused" : "answered")
+                                           : fmt::format("{}{}", context, refused ? " refused" : "");
+  std::string message = fmt::format("{}: HTTP {}", what, status);
+  if (!said.empty()) message += fmt::format(": {}", said);
+  verdict.failure = FailureDetail{std::move(exception_type), refused};
+  if (refused) {
+    verdict.status = ExecutionStatus::kError;
+    verdict.message = std::move(message);
+    return verdict;
+  }
+  verdict.status = ExecutionStatus::kUnknown;
+  verdict.message = message + "; the request had been sent, so the code may have run";
   return verdict;
 }
 

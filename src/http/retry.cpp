@@ -40,7 +40,7 @@ Exchange perform_with_retries(HttpClient& client, const Request& request, const 
     if (hooks.prepare) hooks.prepare(prepared.emplace(request));
     Exchange exchange = client.perform(prepared ? *prepared : request);
     if (attempts) *attempts = attempt;
-    const bool failed = !exchange.success();
+    const bool failed = !exchange.success() || (hooks.refused && hooks.refused(exchange));
     const bool retryable =
         failed && (hooks.retryable ? hooks.retryable(exchange) : is_transient(exchange, request.idempotent));
     if (!retryable || attempt >= policy.max_attempts) return exchange;

@@ -37,6 +37,10 @@ struct RetryHooks {
   /// Called before each retry with the failed exchange (e.g. to clean up what a lost answer may have created).
   /// Returning false stops retrying and returns that exchange.
   std::function<bool(const Exchange&)> before_retry;
+  /// Whether an exchange that succeeded at the HTTP level carries a refusal in its body (AgentCore's exception as
+  /// the first frame of a 200 event stream). Such an exchange counts as failed, and is retried when `retryable`
+  /// says so. Unset: a 2xx is a success.
+  std::function<bool(const Exchange&)> refused;
   SleepFunction sleep;  ///< default: interruptible_sleep
   /// Adjusts each attempt's own copy of the request before it is sent (e.g. bounds its timeout by what is left of
   /// an overall deadline, so later attempts cannot outlast it). Unset: every attempt sends the request as given.

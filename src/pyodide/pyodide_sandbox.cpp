@@ -27,6 +27,8 @@
 #include "code_interpreter/logging.hpp"
 #include "core/file_guards.hpp"
 #include "core/nested.hpp"
+#include "core/deadline.hpp"
+#include "core/outcome.hpp"
 #include "core/output.hpp"
 #include "core/utf8.hpp"
 #include "pyodide/child_process.hpp"
@@ -66,10 +68,9 @@ constexpr auto kMemoryCheckInterval = std::chrono::milliseconds(100);
 // limit is lowered to what it has mapped plus what the cap leaves (tighten_data_limit).
 constexpr std::uint64_t kStartupDataHeadroom = std::uint64_t{2} << 30;
 
+// The one deadline arithmetic (detail::Deadline): a budget the clock cannot reach is no bound, never an overflow.
 std::optional<Clock::time_point> deadline_from(Timeout timeout, std::chrono::milliseconds fallback) {
-  const auto budget = timeout.value_or(fallback);
-  if (budget.count() <= 0) return std::nullopt;
-  return Clock::now() + budget;
+  return detail::Deadline::after(timeout, fallback).at;
 }
 
 // Writes all of `data` to a pipe without letting SIGPIPE reach the host program. Gives up (false) when the reader
@@ -154,15 +155,9 @@ bool valid_distribution_name(std::string_view name) {
   });
 }
 
+// The code never ran, and a caught failure proves it: retry_safe (docs/errors.md "FailureDetail").
 ExecutionResult never_ran(std::string code, std::string error, std::string exception_type, bool state_lost) {
-  ExecutionResult r;
-  r.status = ExecutionStatus::kError;
-  r.code = std::move(code);
-  r.error = std::move(error);
-  r.exit_code = -1;
-  r.failure = FailureDetail{std::move(exception_type), true};
-  r.state_lost = state_lost;
-  return r;
+  return detail::never_ran(std::move(code), std::move(error), FailureDetail{std::move(exception_type), true}, state_lost);
 }
 
 // No answer came in time, before the code could run (the runtime was starting, or an upload timed out).
@@ -178,11 +173,7 @@ ExecutionResult request_timeout(std::string code, std::string error, bool state_
 
 // Refused locally before anything was sent: kError, exit_code -1 and no FailureDetail.
 ExecutionResult refused(std::string code, std::string error) {
-  ExecutionResult r;
-  r.status = ExecutionStatus::kError;
-  r.code = std::move(code);
-  r.error = std::move(error);
-  return r;
+  return detail::never_ran(std::move(code), std::move(error), std::nullopt);
 }
 
 using detail::throw_nested;
@@ -1211,11 +1202,7 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
       logger()->debug("sandbox {}: {}", id, message);
       return r;
     }
-    r.status = ExecutionStatus::kTimeout;
-    r.exit_code = -1;
-    r.timeout_kind = TimeoutKind::kSandboxLost;
-    r.state_lost = true;
-    r.error = message + "; a fresh runtime was started and the state is lost";
+    detail::mark_sandbox_lost(r, message + "; a fresh runtime was started and the state is lost");
     return r;
   }
 }

@@ -2,6 +2,9 @@
 // fields for invoke faults, the exact exception for session start / stop faults. No session may be left alive.
 #include <catch2/catch.hpp>
 
+#include <stop_token>
+#include <thread>
+
 #include "bedrock_test_support.hpp"
 
 using namespace code_interpreter;
@@ -117,6 +120,32 @@ TEST_CASE("bedrock invoke: 429 before the stream is ERROR retry_safe aws.Throttl
   auto sandbox = BedrockAgentCoreSandbox::create(server.options());
   server.fault(invoke_fault({{"action", "status"}, {"status", 429}}));
   check_refused(sandbox->execute_code("print(1)"), "aws.ThrottlingException");
+  CHECK(server.requests("invoke", "executeCode").size() == 1);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: a bare 502 from a proxy after executeCode ran is UNKNOWN, not retry_safe",
+          "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "gateway_after_run"}, {"status", 502}}));
+  const auto r = sandbox->execute_code("open('ran.txt', 'w').write('x')");
+  check_unknown(r, "http.502");
+  CHECK(r.error == "execute: HTTP 502; the request had been sent, so the code may have run");
+  CHECK(sandbox->download_file("ran.txt") == std::optional<std::string>("x"));  // it did run
+  CHECK(server.requests("invoke", "executeCode").size() == 1);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock invoke: a 5xx in the service's own error shape is its refusal: ERROR, retry_safe",
+          "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault(invoke_fault({{"action", "status"}, {"status", 500}, {"message", "try later"}}));
+  const auto r = sandbox->execute_code("open('ran.txt', 'w').write('x')");
+  check_refused(r, "aws.InternalServerException");
+  CHECK(r.error == "execute refused: HTTP 500: InternalServerException: try later");
+  CHECK(sandbox->download_file("ran.txt") == std::nullopt);
   CHECK(server.requests("invoke", "executeCode").size() == 1);
   sandbox->terminate();
 }
@@ -331,5 +360,76 @@ TEST_CASE("bedrock command: a stalled poll cannot stretch the command past its b
   CHECK(took < std::chrono::seconds(15));  // request_timeout is 60 s; the budget and the stop's own 10 s bound it
   server.clear_faults();
   sandbox->terminate();
+  CHECK(server.alive().empty());
+}
+
+// ---- reads go through the one retry loop ----
+
+TEST_CASE("bedrock reads: a 503 and a throttling first frame are retried within the budget, a read refused every "
+          "time gives up after three attempts",
+          "[bedrock][faults]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  sandbox->write_file("note.txt", "kept");
+  server.fault({{"operation", "invoke"}, {"tool", "readFiles"}, {"action", "status"}, {"status", 503}});
+  CHECK(sandbox->read_file("note.txt") == "kept");
+  CHECK(server.requests("invoke", "readFiles").size() == 2);
+  server.fault({{"operation", "invoke"}, {"tool", "readFiles"}, {"action", "exception_first"}});
+  CHECK(sandbox->read_file("note.txt") == "kept");
+  CHECK(server.requests("invoke", "readFiles").size() == 4);
+  server.fault({{"operation", "invoke"}, {"tool", "readFiles"}, {"action", "status"}, {"status", 503}, {"count", -1}});
+  try {
+    (void)sandbox->read_file("note.txt");
+    FAIL("read_file must throw");
+  } catch (const SandboxExecutionError& e) {
+    CHECK(e.stage() == Stage::kDownload);
+    CHECK(e.kind() == ErrorKind::kUnavailable);
+  }
+  CHECK(server.requests("invoke", "readFiles").size() == 7);
+  server.clear_faults();
+  // A validation refusal is final: one attempt.
+  server.fault({{"operation", "invoke"}, {"tool", "readFiles"}, {"action", "status"}, {"status", 400}});
+  CHECK_THROWS_AS(sandbox->read_file("note.txt"), SandboxExecutionError);
+  CHECK(server.requests("invoke", "readFiles").size() == 8);
+  sandbox->terminate();
+}
+
+// ---- create ----
+
+TEST_CASE("bedrock create: additional_packages cut short by create_timeout is kTimeout (transient), by a cancel "
+          "kUnknown, and the session is stopped",
+          "[bedrock][faults]") {
+  BedrockServer server;
+  server.fault({{"operation", "invoke"}, {"tool", "getTask"}, {"action", "stall"}, {"count", -1}});
+  auto options = server.options();
+  options.additional_packages = {"anything"};
+  options.create_timeout = 2s;
+  try {
+    (void)BedrockAgentCoreSandbox::create(options);
+    FAIL("create must throw");
+  } catch (const SandboxStartError& e) {
+    CHECK(e.stage() == Stage::kInstallPackages);
+    CHECK(e.kind() == ErrorKind::kTimeout);
+    CHECK(e.transient());
+    CHECK(std::string(e.what()) == "installing additional_packages did not finish within create_timeout (2000 ms)");
+  }
+  CHECK(server.alive().empty());
+
+  std::stop_source stop;
+  options.create_timeout = 60s;
+  options.cancel = stop.get_token();
+  std::jthread canceller([&stop] {
+    std::this_thread::sleep_for(1500ms);
+    stop.request_stop();
+  });
+  try {
+    (void)BedrockAgentCoreSandbox::create(options);
+    FAIL("create must throw");
+  } catch (const SandboxStartError& e) {
+    CHECK(e.stage() == Stage::kInstallPackages);
+    CHECK(e.kind() == ErrorKind::kUnknown);
+    CHECK_FALSE(e.transient());
+    CHECK(std::string(e.what()) == "creating the sandbox was cancelled while additional_packages were installed");
+  }
   CHECK(server.alive().empty());
 }

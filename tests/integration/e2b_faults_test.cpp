@@ -267,15 +267,23 @@ TEST_CASE("execute: a stalled stream is TIMEOUT/execution at the budget, output 
   sandbox->terminate();
 }
 
-TEST_CASE("execute: 429 and 5xx answers are ERROR, retry_safe, and are not retried", "[e2b][faults]") {
+TEST_CASE("execute: a 429 is ERROR, retry_safe, a bare 5xx is UNKNOWN (a proxy may answer after the code ran), "
+          "neither is retried", "[e2b][faults]") {
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
   server.fault({{"surface", "interpreter"}, {"path", "/execute"}, {"action", "status"}, {"status", 429},
                 {"retry_after", 1}});
-  check_refused(sandbox->execute_code("print(1)"), "http.429");
-  server.fault({{"surface", "interpreter"}, {"path", "/execute"}, {"action", "status"}, {"status", 500}});
-  check_refused(sandbox->execute_code("print(1)"), "http.500");
-  CHECK(server.requests("POST", "/execute").size() == 2);
+  const auto throttled = sandbox->execute_code("print(1)");
+  check_refused(throttled, "http.429");
+  CHECK(throttled.error.rfind("execute refused: HTTP 429", 0) == 0);
+  for (const int status : {500, 502, 503}) {
+    server.fault({{"surface", "interpreter"}, {"path", "/execute"}, {"action", "status"}, {"status", status}});
+    const auto r = sandbox->execute_code("print(1)");
+    check_unknown(r, "http." + std::to_string(status));
+    CHECK(r.error.rfind("execute: HTTP " + std::to_string(status), 0) == 0);
+    CHECK(r.error.find("the code may have run") != std::string::npos);
+  }
+  CHECK(server.requests("POST", "/execute").size() == 4);
   sandbox->terminate();
 }
 
@@ -351,13 +359,17 @@ TEST_CASE("command: a stream without its end-of-stream envelope is UNKNOWN", "[e
   sandbox->terminate();
 }
 
-TEST_CASE("command: a gone sandbox and answered errors are ERROR, retry_safe", "[e2b][faults]") {
+TEST_CASE("command: a gone sandbox and a 4xx are ERROR, retry_safe, a bare 5xx is UNKNOWN", "[e2b][faults]") {
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
   server.fault({{"surface", "envd"}, {"path", "/process.Process/Start"}, {"action", "gone"}});
-  check_refused(sandbox->execute_command("echo hi"), "http.502", true);
+  const auto gone = sandbox->execute_command("echo hi");
+  check_refused(gone, "http.502", true);
+  CHECK(gone.error == "the sandbox is gone (it expired or was killed)");
+  server.fault({{"surface", "envd"}, {"path", "/process.Process/Start"}, {"action", "status"}, {"status", 400}});
+  check_refused(sandbox->execute_command("echo hi"), "http.400");
   server.fault({{"surface", "envd"}, {"path", "/process.Process/Start"}, {"action", "status"}, {"status", 503}});
-  check_refused(sandbox->execute_command("echo hi"), "http.503");
+  check_unknown(sandbox->execute_command("echo hi"), "http.503");
   sandbox->terminate();
 }
 
@@ -384,6 +396,8 @@ TEST_CASE("command: a stalled stream hits the client's backstop: TIMEOUT/executi
   CHECK(std::chrono::steady_clock::now() - start < 15s);
   CHECK(r.status == ExecutionStatus::kTimeout);
   CHECK(r.timeout_kind == TimeoutKind::kExecution);
+  // The caller's budget, not libcurl's backstop timer ("Operation timed out after 10501 milliseconds").
+  CHECK(r.error == "command: timed out after 500 ms; envd did not end it in time, so the command may still be running");
   sandbox->terminate();
 }
 
@@ -999,4 +1013,42 @@ TEST_CASE("careless use: an output or line cap of 0 is refused as configuration"
     }
   }
   CHECK(e2b.server().connections() == 0);
+}
+
+TEST_CASE("create: additional_packages cut short by create_timeout is kTimeout (transient), by a cancel kUnknown, "
+          "and the sandbox is killed",
+          "[e2b][faults]") {
+  E2BServer server;
+  server.fault({{"surface", "interpreter"}, {"path", "/execute"}, {"action", "stall"}, {"count", -1}});
+  auto options = server.options();
+  options.additional_packages = {"anything"};
+  options.create_timeout = 2s;
+  try {
+    (void)E2BSandbox::create(options);
+    FAIL("create must throw");
+  } catch (const SandboxStartError& e) {
+    CHECK(e.stage() == Stage::kInstallPackages);
+    CHECK(e.kind() == ErrorKind::kTimeout);
+    CHECK(e.transient());
+    CHECK(std::string(e.what()) == "installing additional_packages did not finish within create_timeout (2000 ms)");
+  }
+  CHECK(server.alive().empty());
+
+  std::stop_source stop;
+  options.create_timeout = 60s;
+  options.cancel = stop.get_token();
+  std::jthread canceller([&stop] {
+    std::this_thread::sleep_for(1500ms);
+    stop.request_stop();
+  });
+  try {
+    (void)E2BSandbox::create(options);
+    FAIL("create must throw");
+  } catch (const SandboxStartError& e) {
+    CHECK(e.stage() == Stage::kInstallPackages);
+    CHECK(e.kind() == ErrorKind::kUnknown);
+    CHECK_FALSE(e.transient());
+    CHECK(std::string(e.what()) == "creating the sandbox was cancelled while additional_packages were installed");
+  }
+  CHECK(server.alive().empty());
 }

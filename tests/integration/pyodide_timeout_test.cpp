@@ -122,9 +122,10 @@ TEST_CASE("a loop that swallows KeyboardInterrupt is hard-killed after the grace
   CHECK(sb->execute_code("'caught' in globals()").results.at(0).data.at("text/plain") == "False");
 }
 
-TEST_CASE("kNoTimeout and negative timeouts mean no limit", "[timing]") {
+TEST_CASE("kNoTimeout, negative timeouts and one the clock cannot reach mean no limit", "[timing]") {
   auto sb = make_sandbox();
-  for (auto t : {ci::kNoTimeout, std::chrono::milliseconds(-5)}) {
+  // milliseconds::max() once overflowed the deadline into the past: an immediate TIMEOUT.
+  for (auto t : {ci::kNoTimeout, std::chrono::milliseconds(-5), std::chrono::milliseconds::max()}) {
     ci::ExecuteOptions o;
     o.timeout = t;
     auto r = sb->execute_code("import time\ntime.sleep(1.2)\n'done'", o);

@@ -590,7 +590,7 @@ async function runTool(s, name, plan) {
 // ------------------------------------------------------------------------------------------ faults
 
 const OPERATIONS = new Set(['start', 'get', 'list', 'stop', 'invoke']);
-const STREAM_ACTIONS = new Set(['exception_first', 'exception_after', 'error_frame', 'bad_crc', 'truncated', 'split', 'unknown_event', 'result']);
+const STREAM_ACTIONS = new Set(['exception_first', 'exception_after', 'error_frame', 'bad_crc', 'truncated', 'split', 'unknown_event', 'result', 'gateway_after_run']);
 const ACTIONS = new Set([...STREAM_ACTIONS, 'status', 'reset', 'stall', 'expire_session']);
 
 function validateFault(f) {
@@ -965,6 +965,14 @@ async function opInvoke(req, res, entry, interpreter, input, fault) {
     s.sockets.delete(req.socket);
   }
   if (res.destroyed || req.socket.destroyed) return; // the client left, or the session died mid-call
+  if (action === 'gateway_after_run') {
+    // A proxy in front of the service answering its own error after the tool ran: no AWS error shape at all.
+    const status = isInt(fault.status) && fault.status >= 500 && fault.status <= 599 ? fault.status : 502;
+    entry.status = status;
+    res.writeHead(status, { 'Content-Type': 'text/html' });
+    res.end(`<html><body><h1>${status} ${http.STATUS_CODES[status] ?? ''}</h1></body></html>`);
+    return;
+  }
   const frame = resultFrame(result);
   entry.status = 200;
   res.writeHead(200, head);

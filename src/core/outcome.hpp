@@ -1,0 +1,33 @@
+// The outcome rules that do not depend on a transport, shared by every backend (docs/errors.md "Statuses and what
+// each result carries"): the never-ran result, the relabelling of a call whose sandbox died under it, and the error a
+// create throws when its package installation did not succeed. src/http/outcome.hpp maps HTTP exchanges onto these.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+#include "code_interpreter/errors.hpp"
+#include "code_interpreter/execution.hpp"
+
+namespace code_interpreter::detail {
+
+/// A result for code that provably did not run: kError, exit code -1, `failure` as given (absent for a local
+/// refusal decided before anything was sent), `state_lost` as given.
+ExecutionResult never_ran(std::string code, std::string error, std::optional<FailureDetail> failure,
+                          bool state_lost = false);
+
+/// Relabels `r` as a call whose sandbox died during it: kTimeout / kSandboxLost, no FailureDetail, state_lost true,
+/// `error` as given. Output received before the loss stays.
+void mark_sandbox_lost(ExecutionResult& r, std::string error);
+
+/// The SandboxStartError (stage install_packages) for a create whose installation of additional_packages ended in
+/// `result` instead of success: kind kUnknown when `cancel` was requested (the create was cancelled), kTimeout
+/// (transient) when the install ran out of the create's budget (`budget`, the caller's create_timeout, named in the
+/// message), else kInternal with the installer's last 2000 bytes of stderr (or the result's error).
+SandboxStartError install_packages_error(const ExecutionResult& result, const std::stop_token& cancel,
+                                         std::chrono::milliseconds budget);
+
+}  // namespace code_interpreter::detail

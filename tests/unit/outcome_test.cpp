@@ -1,0 +1,115 @@
+// The outcome rules every backend shares: what an answered status proves (docs/errors.md "Answered statuses"),
+// exit codes a service sent, and the one deadline arithmetic.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "core/deadline.hpp"
+#include "core/untrusted.hpp"
+#include "http/outcome.hpp"
+
+using namespace code_interpreter;
+
+namespace {
+
+http::Exchange answered_with(int status) {
+  http::Exchange exchange;
+  exchange.failure = http::Failure::kNone;
+  exchange.request_written = true;
+  exchange.response.status = status;
+  return exchange;
+}
+
+}  // namespace
+
+TEST_CASE("an answered 4xx proves the code never ran, a 5xx only in the service's own refusal shape", "[outcome]") {
+  for (const int status : {400, 401, 403, 404, 408, 409, 429, 499}) {
+    INFO(status);
+    CHECK(http::answer_proves_never_ran(status, false));
+    CHECK(http::answer_proves_never_ran(status, true));
+  }
+  for (const int status : {500, 502, 503, 504, 507, 599}) {
+    INFO(status);
+    CHECK_FALSE(http::answer_proves_never_ran(status, false));
+    CHECK(http::answer_proves_never_ran(status, true));
+  }
+  for (const int status : {0, 200, 302, 399, 600}) {
+    INFO(status);
+    CHECK_FALSE(http::answer_proves_never_ran(status, false));
+  }
+}
+
+TEST_CASE("answered(): the refusal is ERROR retry_safe, anything else UNKNOWN not retry_safe, with exact messages",
+          "[outcome]") {
+  const auto refused = http::answered(429, false, "http.429", "execute", "slow down");
+  CHECK(refused.status == ExecutionStatus::kError);
+  REQUIRE(refused.failure);
+  CHECK(refused.failure->exception_type == "http.429");
+  CHECK(refused.failure->retry_safe);
+  CHECK_FALSE(refused.timeout_kind);
+  CHECK(refused.message == "execute refused: HTTP 429: slow down");
+
+  const auto gateway = http::answered(502, false, "http.502", "execute");
+  CHECK(gateway.status == ExecutionStatus::kUnknown);
+  REQUIRE(gateway.failure);
+  CHECK(gateway.failure->exception_type == "http.502");
+  CHECK_FALSE(gateway.failure->retry_safe);
+  CHECK(gateway.message == "execute: HTTP 502; the request had been sent, so the code may have run");
+
+  const auto shaped = http::answered(500, true, "aws.InternalServerException", "execute", "InternalServerException");
+  CHECK(shaped.status == ExecutionStatus::kError);
+  REQUIRE(shaped.failure);
+  CHECK(shaped.failure->retry_safe);
+  CHECK(shaped.message == "execute refused: HTTP 500: InternalServerException");
+}
+
+TEST_CASE("classify() reads an answered exchange by the same rule", "[outcome]") {
+  const auto refused = http::classify(answered_with(404), TimeoutKind::kExecution, "command");
+  CHECK(refused.status == ExecutionStatus::kError);
+  REQUIRE(refused.failure);
+  CHECK(refused.failure->exception_type == "http.404");
+  CHECK(refused.failure->retry_safe);
+  CHECK(refused.message == "command refused: HTTP 404");
+
+  const auto unknown = http::classify(answered_with(503), TimeoutKind::kExecution, "command");
+  CHECK(unknown.status == ExecutionStatus::kUnknown);
+  REQUIRE(unknown.failure);
+  CHECK(unknown.failure->exception_type == "http.503");
+  CHECK_FALSE(unknown.failure->retry_safe);
+  CHECK(unknown.message == "command: HTTP 503; the request had been sent, so the code may have run");
+}
+
+TEST_CASE("an exit code a service sent never wraps, and a float out of range is 1 without undefined behaviour",
+          "[outcome]") {
+  using nlohmann::json;
+  CHECK(detail::untrusted_exit_code(json(3)) == 3);
+  CHECK(detail::untrusted_exit_code(json(-7)) == -7);
+  CHECK(detail::untrusted_exit_code(json(2147483647.0)) == 2147483647);
+  CHECK(detail::untrusted_exit_code(json(-2147483648.0)) == std::numeric_limits<int>::min());
+  CHECK(detail::untrusted_exit_code(json(2147483648.0)) == 1);
+  CHECK(detail::untrusted_exit_code(json(-2147483649.0)) == 1);
+  CHECK(detail::untrusted_exit_code(json(1e300)) == 1);  // beyond long long: the old check converted first
+  CHECK(detail::untrusted_exit_code(json(-1e300)) == 1);
+  CHECK(detail::untrusted_exit_code(json(std::numeric_limits<double>::infinity())) == 1);
+  CHECK(detail::untrusted_exit_code(json(std::nan(""))) == 1);
+  CHECK(detail::untrusted_exit_code(json(2.5)) == 1);
+  CHECK(detail::untrusted_exit_code(json(0.0)) == 0);
+  CHECK(detail::untrusted_exit_code(json(4294967296ull)) == 1);
+  CHECK(detail::untrusted_exit_code(json("42")) == 42);
+  CHECK(detail::untrusted_exit_code(json("99999999999999999999")) == 1);
+}
+
+TEST_CASE("Deadline::after: a budget the clock cannot reach is no bound, never an expired one", "[outcome]") {
+  using std::chrono::milliseconds;
+  const auto unbounded = detail::Deadline::after(milliseconds::max(), milliseconds(1));
+  CHECK_FALSE(unbounded.at);
+  CHECK_FALSE(unbounded.expired());
+  CHECK_FALSE(detail::Deadline::after(milliseconds(0), milliseconds(1)).at);
+  const auto fallback = detail::Deadline::after(std::nullopt, milliseconds(60'000));
+  REQUIRE(fallback.at);
+  CHECK_FALSE(fallback.expired());
+  CHECK(fallback.bound(milliseconds(0)) <= milliseconds(60'000));
+  CHECK(fallback.bound(milliseconds(0)) > milliseconds(59'000));
+}
