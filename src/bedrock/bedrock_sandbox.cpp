@@ -41,9 +41,9 @@ constexpr milliseconds kDefaultExecuteTimeout{std::chrono::seconds(300)};
 constexpr milliseconds kDefaultCommandTimeout{std::chrono::seconds(30)};
 constexpr milliseconds kDefaultCreateTimeout{std::chrono::minutes(5)};
 constexpr std::size_t kMaxErrorBody = 64 * 1024;
-constexpr const char* kSessionHeader = "x-amzn-code-interpreter-session-id";  // bedrock.md §2.5
+constexpr const char* kSessionHeader = "x-amzn-code-interpreter-session-id";  // docs/protocols/bedrock.md "InvokeCodeInterpreter"
 
-// A version-4 UUID: the clientToken the AWS SDKs generate (bedrock.md §2.1).
+// A version-4 UUID: the clientToken the AWS SDKs generate (docs/protocols/bedrock.md "Session operations").
 std::string uuid4() {
   std::random_device device;
   unsigned char b[16];
@@ -60,8 +60,8 @@ std::string uuid4() {
   return out;
 }
 
-// libcurl 7.88 signs the path as sent, encoded once; AWS signs it encoded twice (bedrock.md "Verified on this
-// project's machines"). Both agree exactly when the identifier needs no percent-encoding.
+// libcurl 7.88 signs the path as sent, encoded once; AWS signs it encoded twice (docs/protocols/bedrock.md
+// "Endpoints and SigV4 signing"). Both agree exactly when the identifier needs no percent-encoding.
 bool plain_identifier(std::string_view id) {
   if (id.empty() || id.size() > 256) return false;
   return std::all_of(id.begin(), id.end(), [](unsigned char c) {
@@ -69,7 +69,7 @@ bool plain_identifier(std::string_view id) {
   });
 }
 
-bool valid_session_id(std::string_view id) {  // ^[0-9a-zA-Z]{1,40}$ (bedrock.md §2.6)
+bool valid_session_id(std::string_view id) {  // ^[0-9a-zA-Z]{1,40}$ (docs/protocols/bedrock.md "Session operations")
   return !id.empty() && id.size() <= 40 &&
          std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isalnum(c); });
 }
@@ -117,7 +117,7 @@ void redact_signatures(std::string& text) {
   }
 }
 
-// The service's own words, bounded, valid UTF-8 and with every secret it echoed redacted (design.md §1.3).
+// The service's own words, bounded, valid UTF-8 and with every secret it echoed redacted (docs/backends/bedrock.md "Secrets").
 std::string service_text(std::string text, const AwsCredentials& secrets, std::size_t limit = 300) {
   detail::redact(text, {secrets.secret_access_key, secrets.session_token});
   redact_signatures(text);
@@ -139,7 +139,7 @@ std::string_view language_name(Language language) {
   }
 }
 
-// A restJson1 error (bedrock.md §7): the code from x-amzn-ErrorType, else the body's code or __type, trimmed of a
+// A restJson1 error (docs/protocols/bedrock.md "Error answers and what proves a call never ran"): the code from x-amzn-ErrorType, else the body's code or __type, trimmed of a
 // "prefix#" and of ":suffix" / ",suffix"; the message from message / Message.
 struct AwsError {
   std::string code;
@@ -186,7 +186,7 @@ ErrorKind aws_error_kind(std::string_view code, int status) {
   return http::error_kind(answered);
 }
 
-// "aws." + the name with its first letter upper-cased (design.md §1.2).
+// "aws." + the name with its first letter upper-cased (docs/backends/bedrock.md "execute_code and execute_command").
 std::string aws_type(std::string_view name) {
   std::string out = "aws." + std::string(name);
   if (out.size() > 4) out[4] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[4])));
@@ -296,7 +296,7 @@ struct BedrockAgentCoreSandbox::Impl {
     config = bedrock::resolve_config(options);
     options.credentials.reset();
     language = options.language;
-    sigv4 = "aws:amz:" + config.region + ":bedrock-agentcore";  // bedrock.md §1, §6
+    sigv4 = "aws:amz:" + config.region + ":bedrock-agentcore";  // docs/protocols/bedrock.md "Endpoints and SigV4 signing"
     userpwd = config.credentials.access_key_id + ":" + config.credentials.secret_access_key;
   }
 
@@ -308,7 +308,7 @@ struct BedrockAgentCoreSandbox::Impl {
     r.url = config.endpoint + path;
     r.body = std::move(body);
     if (!r.body.empty()) r.headers.emplace_back("Content-Type", "application/json");
-    // libcurl does not add the session token; as a header it is signed too (bedrock.md "Verified").
+    // libcurl does not add the session token; as a header it is signed too (docs/protocols/bedrock.md "Endpoints and SigV4 signing").
     if (!config.credentials.session_token.empty())
       r.headers.emplace_back("x-amz-security-token", config.credentials.session_token);
     r.aws_sigv4 = sigv4;
@@ -342,7 +342,7 @@ struct BedrockAgentCoreSandbox::Impl {
     throw_nested(Error(std::string(what) + " failed: " + cause.what(), stage, http::error_kind(ex)), cause);
   }
 
-  // ---- sessions (bedrock.md §2.1, §2.4) ----
+  // ---- sessions (docs/protocols/bedrock.md "Session operations") ----
 
   void start(const Deadline& deadline) {
     json body = {{"sessionTimeoutSeconds", options.session_timeout.count()}, {"clientToken", uuid4()}};
@@ -382,7 +382,7 @@ struct BedrockAgentCoreSandbox::Impl {
   }
 
   // A session whose Start answer was lost would run, billed, until its timeout with no handle to stop it. Start is
-  // idempotent by its clientToken (bedrock.md §2.3): the same request again answers with that session (or starts
+  // idempotent by its clientToken (docs/protocols/bedrock.md "Session operations"): the same request again answers with that session (or starts
   // it), which is then stopped. Best effort, with a budget of its own: the caller's deadline or cancellation may be
   // what ended the Start, and must not skip the cleanup (create may so overrun create_timeout by up to 20 s).
   void stop_lost_session(http::Request start_request) {
@@ -413,7 +413,7 @@ struct BedrockAgentCoreSandbox::Impl {
   }
 
   static bool stopped(const http::Exchange& ex) {
-    // ResourceNotFound: already stopped or expired (bedrock.md §2.4).
+    // ResourceNotFound: already stopped or expired (docs/protocols/bedrock.md "Session operations").
     return ex.success() || (ex.ok() && ex.response.status == 404);
   }
 
@@ -428,7 +428,7 @@ struct BedrockAgentCoreSandbox::Impl {
     return answer["status"].get<std::string>();
   }
 
-  // ---- InvokeCodeInterpreter (bedrock.md §2.5, §4) ----
+  // ---- InvokeCodeInterpreter (docs/protocols/bedrock.md "InvokeCodeInterpreter", "Events and exception frames") ----
 
   // `file_cap`: for readFiles, the most bytes of file content the answer may carry, counted as each result event
   // arrives (never on a size the service states); past it the transfer stops and `over_cap` is set.
@@ -484,7 +484,7 @@ struct BedrockAgentCoreSandbox::Impl {
             inv.malformed_event = true;
             return false;
           }
-          // An exception or an error frame: names are matched case-insensitively (bedrock.md §4).
+          // An exception or an error frame: names are matched case-insensitively (docs/protocols/bedrock.md "Events and exception frames").
           std::string name(type == "exception" ? message.string_header(":exception-type").value_or("")
                                                : message.string_header(":error-code").value_or(""));
           detail::redact(name, {config.credentials.secret_access_key, config.credentials.session_token});
@@ -570,7 +570,7 @@ struct BedrockAgentCoreSandbox::Impl {
     return total;
   }
 
-  // Several result events are folded together (bedrock.md §4): content concatenated, stdout / stderr
+  // Several result events are folded together (docs/protocols/bedrock.md "Events and exception frames"): content concatenated, stdout / stderr
   // concatenated, the latest non-null scalar kept, isError OR-ed.
   static void merge_result(Invocation& inv, const json& payload, detail::OutputStream* out, detail::OutputStream* err) {
     inv.result_seen = true;
@@ -598,7 +598,7 @@ struct BedrockAgentCoreSandbox::Impl {
     }
   }
 
-  // The result of an invocation that did not end in a result: the §1.2 rows for refusals, faults and loss.
+  // The result of an invocation that did not end in a result: the rows of docs/errors.md "Statuses and what each result carries" for refusals, faults and loss.
   // Returns nullopt when a result arrived and the caller should read it.
   std::optional<ExecutionResult> failure_of(const Invocation& inv, const std::string& code, std::string_view what) {
     const auto& ex = inv.exchange;
@@ -623,7 +623,7 @@ struct BedrockAgentCoreSandbox::Impl {
       r.status = verdict.status;
       r.failure = verdict.failure;
       r.error = verdict.message;
-      // An expired or stopped session is gone before the call (bedrock.md §2.5).
+      // An expired or stopped session is gone before the call (docs/protocols/bedrock.md "InvokeCodeInterpreter").
       r.state_lost = verdict.status == ExecutionStatus::kError && inv.status == 404;
       return r;
     }
@@ -635,7 +635,7 @@ struct BedrockAgentCoreSandbox::Impl {
     }
     if (inv.exception) {
       if (inv.exception_first) {
-        // The first frame refused the call: the code never ran (bedrock.md §4).
+        // The first frame refused the call: the code never ran (docs/protocols/bedrock.md "Error answers and what proves a call never ran").
         auto refused = never_ran(code, std::string(what) + ": " + *inv.exception + ": " + inv.exception_message,
                                  FailureDetail{*inv.exception, true});
         refused.state_lost = inv.exception->find("ResourceNotFound") != std::string::npos;
@@ -690,7 +690,7 @@ struct BedrockAgentCoreSandbox::Impl {
     return detail::untrusted_exit_code(*it);
   }
 
-  // ---- files: through the file tools, paths relative to the session's working directory (bedrock.md §3) ----
+  // ---- files: through the file tools, paths relative to the session's working directory (docs/protocols/bedrock.md "File tools") ----
 
   // `session_gone`, when given, learns whether the failure showed the session already gone (an upload reports it
   // as state_lost).
@@ -735,7 +735,7 @@ struct BedrockAgentCoreSandbox::Impl {
   void ensure_parent(std::string_view path, std::stop_token cancel, bool* session_gone) {
     const auto slash = path.rfind('/');
     if (slash == std::string_view::npos || slash == 0) return;
-    // writeFiles may not create parent directories (bedrock.md §3, §9.9).
+    // writeFiles may not create parent directories (docs/protocols/bedrock.md "File tools").
     make_directory(path.substr(0, slash), cancel, session_gone);
   }
 
@@ -748,7 +748,7 @@ struct BedrockAgentCoreSandbox::Impl {
   void write(std::string_view path, std::string_view data, std::stop_token cancel, bool* session_gone = nullptr) {
     ensure_parent(path, cancel, session_gone);
     json block = {{"path", path}};
-    // Text stays text; anything else is a blob, base64-encoded exactly once (bedrock.md §9.1).
+    // Text stays text; anything else is a blob, base64-encoded exactly once (docs/protocols/bedrock.md "File tools").
     if (detail::is_valid_utf8(data) && data.find('\0') == std::string_view::npos) block["text"] = data;
     else block["blob"] = detail::base64_encode(data);
     const auto inv = file_tool("writeFiles", {{"content", json::array({block})}}, cancel, false);
@@ -1030,7 +1030,7 @@ struct BedrockAgentCoreSandbox::Impl {
       r.exit_code = -1;
       r.error = "command: the task was canceled";
     } else {
-      // TaskStatus completed / failed (bedrock.md §3); the exit code decides.
+      // TaskStatus completed / failed (docs/protocols/bedrock.md "Tools"); the exit code decides.
       r.exit_code = code.value_or(task_status == "completed" ? 0 : 1);
       if (task_status == "failed" && r.exit_code == 0) r.exit_code = 1;  // failed is never SUCCESS, as for isError
       r.status = r.exit_code == 0 ? ExecutionStatus::kSuccess : ExecutionStatus::kError;
@@ -1112,10 +1112,10 @@ Capabilities BedrockAgentCoreSandbox::capabilities() const {
   c.file_download = true;
   c.filesystem = true;
   c.packages = true;
-  c.network = false;    // the built-in interpreter's SANDBOX network mode reaches S3 and DNS only (bedrock.md §1)
+  c.network = false;    // the built-in interpreter's SANDBOX network mode reaches S3 and DNS only (docs/protocols/bedrock.md "Interpreters and session lifetime")
   c.interrupt = false;  // an executeCode cannot be stopped
   c.languages = {Language::kPython, Language::kJavaScript, Language::kTypeScript};
-  c.upload_dir = "files";  // relative: the service rejects absolute paths (bedrock.md §3)
+  c.upload_dir = "files";  // relative: the service rejects absolute paths (docs/protocols/bedrock.md "File tools")
   return c;
 }
 
@@ -1137,7 +1137,7 @@ ExecutionResult BedrockAgentCoreSandbox::do_execute_command(std::string_view com
 
 void BedrockAgentCoreSandbox::do_set_timeout(std::chrono::seconds lease) {
   const auto call = impl_->calls.begin();
-  // A session's lifetime is fixed at start; nothing extends it (bedrock.md §1).
+  // A session's lifetime is fixed at start; nothing extends it (docs/protocols/bedrock.md "Interpreters and session lifetime").
   logger()->debug("bedrock: set_timeout({} s) ignored: session {} ends {} s after its start", lease.count(),
                   impl_->session_id, impl_->options.session_timeout.count());
 }

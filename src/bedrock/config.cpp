@@ -142,7 +142,7 @@ ResolvedConfig resolve_config(const BedrockOptions& options) {
                    [](unsigned char ch) { return std::islower(ch) || std::isdigit(ch) || ch == '-'; }))
     refuse("not an AWS region: '" + config.region.substr(0, 64) + "'", ErrorKind::kInvalidArgument);
 
-  // Endpoint: options, the service's own variable, the general one, the standard host (bedrock.md §1).
+  // Endpoint: options, the service's own variable, the general one, the standard host (docs/protocols/bedrock.md "Endpoints and SigV4 signing").
   if (options.endpoint_url) config.endpoint = *options.endpoint_url;
   else if (auto e = from_env("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE")) config.endpoint = *e;
   else if (auto e2 = from_env("AWS_ENDPOINT_URL")) config.endpoint = *e2;

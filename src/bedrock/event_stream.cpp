@@ -31,7 +31,7 @@ std::uint32_t crc(std::uint32_t running, const char* p, std::size_t n) noexcept 
   return static_cast<std::uint32_t>(crc32_z(running, reinterpret_cast<const Bytef*>(p), n));
 }
 
-// Reads the header section (bedrock.md §5); false when any header is malformed.
+// Reads the header section (docs/protocols/bedrock.md "The event stream"); false when any header is malformed.
 bool parse_headers(std::string_view section, EventMessage& message) {
   std::size_t at = 0;
   const auto take = [&](std::size_t n) -> const char* {

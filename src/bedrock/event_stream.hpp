@@ -1,5 +1,5 @@
 // The AWS event stream (application/vnd.amazon.eventstream) decoder for InvokeCodeInterpreter answers
-// (bedrock.md §5): prelude (total length, headers length, prelude CRC-32), typed headers, payload, message CRC-32
+// (docs/protocols/bedrock.md "The event stream"): prelude (total length, headers length, prelude CRC-32), typed headers, payload, message CRC-32
 // (zlib's crc32). Bytes arrive in pieces split anywhere; a message is decoded once all of it is in. Everything
 // is untrusted: size caps, CRC checks and header bounds are enforced before any use. Fuzzed (tests/fuzz).
 #pragma once
@@ -16,7 +16,7 @@
 
 namespace code_interpreter::bedrock {
 
-/// A header value by its wire type (bedrock.md §5): 0/1 bool, 2 byte, 3 short, 4 integer, 5 long,
+/// A header value by its wire type (docs/protocols/bedrock.md "The event stream"): 0/1 bool, 2 byte, 3 short, 4 integer, 5 long,
 /// 6 byte array, 7 string, 8 timestamp (ms since the epoch), 9 uuid (16 raw bytes).
 struct HeaderValue {
   enum class Type : std::uint8_t { kBoolTrue = 0, kBoolFalse, kByte, kShort, kInteger, kLong, kBytes, kString, kTimestamp, kUuid };
@@ -51,7 +51,7 @@ class EventStreamDecoder {
  public:
   /// Receives each complete, verified message; returns false to stop decoding.
   using Sink = std::function<bool(EventMessage&& message)>;
-  static constexpr std::size_t kDefaultMaxMessage = std::size_t{16} << 20;  // aws-c-event-stream's cap (§5)
+  static constexpr std::size_t kDefaultMaxMessage = std::size_t{16} << 20;  // aws-c-event-stream's cap (docs/protocols/bedrock.md "The event stream")
 
   explicit EventStreamDecoder(Sink sink, std::size_t max_message = kDefaultMaxMessage);
 

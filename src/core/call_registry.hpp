@@ -1,5 +1,5 @@
 // The calls in flight on one sandbox, so terminate (from any thread) can cancel them and later calls are refused
-// (design.md §1.1, §1.3 `terminate`). Shared by the HTTP backends.
+// (docs/errors.md "Throw or return", "terminate"). Shared by the HTTP backends.
 #pragma once
 
 #include <functional>

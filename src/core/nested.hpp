@@ -1,4 +1,4 @@
-// Throws a stage-attributed error with its low-level cause nested (design.md §1.1), shared by every backend.
+// Throws a stage-attributed error with its low-level cause nested (docs/errors.md "Classes"), shared by every backend.
 #pragma once
 
 #include <exception>

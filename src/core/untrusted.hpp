@@ -1,4 +1,4 @@
-// Handling of text and JSON that a service or a sandbox sent (design.md §1.3 "Hostile output" and "Secrets"),
+// Handling of text and JSON that a service or a sandbox sent (docs/architecture.md "Core"),
 // shared by the HTTP backends.
 #pragma once
 

@@ -34,9 +34,9 @@ using detail::throw_nested;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr int kEnvdPort = 49983;         // e2b.md §0
-constexpr int kInterpreterPort = 49999;  // e2b.md §0
-// The metadata key of the token that lets a lost create be found again (e2b.md §1.2: list filters by metadata).
+constexpr int kEnvdPort = 49983;         // docs/protocols/e2b.md "Surfaces and ports"
+constexpr int kInterpreterPort = 49999;  // docs/protocols/e2b.md "Surfaces and ports"
+// The metadata key of the token that lets a lost create be found again (docs/protocols/e2b.md "Listing sandboxes by metadata": list filters by metadata).
 constexpr std::string_view kClientTokenKey = "code_interpreter_client_token";
 constexpr milliseconds kDefaultExecuteTimeout{std::chrono::seconds(300)};
 constexpr milliseconds kDefaultCommandTimeout{std::chrono::seconds(30)};
@@ -76,7 +76,7 @@ void require_utf8(std::string_view text, std::string_view what) {
 
 bool is_http_url(std::string_view url) { return url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0; }
 
-// Sandbox ids become part of a host name or header: only what E2B issues (e2b.md §1: [a-z0-9], the proxy checks
+// Sandbox ids become part of a host name or header: only what E2B issues (docs/protocols/e2b.md "Control plane": [a-z0-9], the proxy checks
 // ^[a-z0-9]+$; older ids carry a "-<clientID>" suffix).
 bool valid_sandbox_id(std::string_view id) {
   if (id.empty() || id.size() > 128) return false;
@@ -100,7 +100,7 @@ std::string service_message(std::string_view body, std::initializer_list<std::st
   return clean;
 }
 
-// The proxy's answer for a sandbox that is gone (e2b.md §2): 502 with "The sandbox was not found".
+// The proxy's answer for a sandbox that is gone (docs/protocols/e2b.md "Reaching a sandbox"): 502 with "The sandbox was not found".
 bool is_gone_answer(int status, std::string_view body) {
   return status == 502 && body.find("not found") != std::string_view::npos;
 }
@@ -116,7 +116,7 @@ void apply(const http::Verdict& verdict, ExecutionResult& r) {
   r.exit_code = -1;
 }
 
-// A stream that our side stopped for cause: hostile bytes or a throwing callback (design.md §1.3).
+// A stream that our side stopped for cause: hostile bytes or a throwing callback (docs/backends/e2b.md "execute_code and execute_command").
 void apply_fault(e2b::StreamFault fault, const std::string& detail, ExecutionResult& r) {
   r.status = ExecutionStatus::kUnknown;
   r.exit_code = -1;
@@ -136,7 +136,7 @@ void apply_fault(e2b::StreamFault fault, const std::string& detail, ExecutionRes
   r.error = "the sandbox's answer was not the protocol: " + detail;
 }
 
-// A status that is neither the stream (200) nor a refusal (>= 400): unclassifiable, so cautious (design.md §1.2).
+// A status that is neither the stream (200) nor a refusal (>= 400): unclassifiable, so cautious (docs/errors.md "FailureDetail").
 void unexpected_status(int status, std::string_view what, ExecutionResult& r) {
   r.status = ExecutionStatus::kUnknown;
   r.exit_code = -1;
@@ -217,7 +217,7 @@ struct E2BSandbox::Impl {
   }
 
   // The service's own words from an error body, with our secrets taken out: a hostile or careless service may
-  // echo the API key or the envd token it was sent (design.md §1.3: secrets never reach an error or a result).
+  // echo the API key or the envd token it was sent (docs/backends/e2b.md "Secrets": secrets never reach an error or a result).
   std::string service_text(std::string_view body) const { return service_message(body, {api_key, access_token}); }
 
   // ---- requests ----
@@ -227,7 +227,7 @@ struct E2BSandbox::Impl {
     r.method = std::move(method);
     r.url = api_url + path;
     r.body = std::move(body);
-    r.headers = {{"X-API-Key", api_key}};  // e2b.md §1
+    r.headers = {{"X-API-Key", api_key}};  // docs/protocols/e2b.md "Control plane"
     if (!r.body.empty()) r.headers.emplace_back("Content-Type", "application/json");
     r.timeout = options.request_timeout;
     return r;
@@ -235,7 +235,7 @@ struct E2BSandbox::Impl {
 
   std::string base_url(int port) const {
     if (sandbox_url) return *sandbox_url;
-    return "https://" + std::to_string(port) + "-" + id + "." + domain;  // e2b.md §2
+    return "https://" + std::to_string(port) + "-" + id + "." + domain;  // docs/protocols/e2b.md "Reaching a sandbox"
   }
 
   http::Request sandbox_request(int port, std::string method, std::string path, std::string body = {}) const {
@@ -243,7 +243,8 @@ struct E2BSandbox::Impl {
     r.method = std::move(method);
     r.url = base_url(port) + path;
     r.body = std::move(body);
-    // Routing headers on every sandbox request (e2b.md §2); the envd token where one was issued (§3.1).
+    // Routing headers on every sandbox request, and the envd token where one was issued (docs/protocols/e2b.md
+    // "Reaching a sandbox").
     r.headers = {{"E2b-Sandbox-Id", id}, {"E2b-Sandbox-Port", std::to_string(port)}};
     if (!access_token.empty()) r.headers.emplace_back("X-Access-Token", access_token);
     r.timeout = options.request_timeout;
@@ -278,7 +279,7 @@ struct E2BSandbox::Impl {
   // create that fails this way may return up to kCleanupBudget after create_timeout.
   bool cleanup_by_token(const std::string& token) {
     const auto budget = Deadline::after(kCleanupBudget, kCleanupBudget);
-    // The JS SDK encodes each key and value, joins them as k=v, and sends that as one parameter (e2b.md §1.2).
+    // The JS SDK encodes each key and value, joins them as k=v, and sends that as one parameter (docs/protocols/e2b.md "Listing sandboxes by metadata").
     const std::string filter = http::url_encode(kClientTokenKey) + "=" + http::url_encode(token);
     auto list = api_request("GET", "/v2/sandboxes?metadata=" + http::url_encode(filter) + "&state=running,paused");
     list.timeout = budget.bound(list.timeout);
@@ -346,7 +347,7 @@ struct E2BSandbox::Impl {
     bool left_unknown = false;  // a create that may have made a sandbox we could not clean up
     auto hooks = deadline_hooks(deadline);
     // Transient answers are retried; a create that may have been processed is cleaned up first, which is what
-    // makes retrying a non-idempotent create safe (design.md §3).
+    // makes retrying a non-idempotent create safe (docs/backends/e2b.md "Create retries and lost creates").
     hooks.retryable = [](const http::Exchange& ex) {
       return ex.failure != http::Failure::kCancelled && http::is_transient(ex, true);
     };
@@ -365,7 +366,7 @@ struct E2BSandbox::Impl {
       return true;
     };
 
-    std::string path = "/v2/sandboxes";  // npm e2b@2.51.0 (e2b.md §1.1)
+    std::string path = "/v2/sandboxes";  // npm e2b@2.51.0 (docs/protocols/e2b.md "Control plane")
     http::Exchange ex;
     for (int round = 0; round < 2; ++round) {
       auto request = api_request("POST", path, body.dump());
@@ -373,7 +374,7 @@ struct E2BSandbox::Impl {
       request.cancel = options.cancel;
       request.timeout = deadline.bound(options.request_timeout);
       ex = http::perform_with_retries(client, request, {}, hooks);
-      // Older or self-hosted APIs have only v1 (e2b.md §10); a 404 about the template is the template's.
+      // Older or self-hosted APIs have only v1 (docs/protocols/e2b.md "Control plane"); a 404 about the template is the template's.
       const bool no_v2 = ex.ok() && (ex.response.status == 405 ||
                                      (ex.response.status == 404 && ex.response.body.find("emplate") == std::string::npos));
       if (round == 0 && no_v2) {
@@ -455,7 +456,7 @@ struct E2BSandbox::Impl {
     calls.mark_terminated();
   }
 
-  // ---- health: is the sandbox still there? (e2b.md §3.2: GET /health, 502 when gone) ----
+  // ---- health: is the sandbox still there? (docs/protocols/e2b.md "envd health and files": GET /health, 502 when gone) ----
 
   bool sandbox_gone() {
     auto request = sandbox_request(kEnvdPort, "GET", "/health");
@@ -467,7 +468,7 @@ struct E2BSandbox::Impl {
   // ---- files ----
 
   http::Exchange upload(const std::string& dir, const std::vector<Attachment>& files, std::stop_token cancel) {
-    // One multipart part per file, named `file`, its filename the destination path (e2b.md §3.2).
+    // One multipart part per file, named `file`, its filename the destination path (docs/protocols/e2b.md "envd health and files").
     auto request = sandbox_request(kEnvdPort, "POST", "/files");
     request.cancel = cancel;
     for (const auto& f : files) {
@@ -493,7 +494,7 @@ struct E2BSandbox::Impl {
     } else if (!ex.ok()) {
       message += ": " + std::string(http::to_transport_error(ex, what).what());
     }
-    // A Connect error names its code (e2b.md §4.1).
+    // A Connect error names its code (docs/protocols/e2b.md "Connect calls and their JSON").
     if (ex.ok()) {
       const json parsed = detail::parse_untrusted_json(ex.response.body);
       if (parsed.is_object() && parsed.contains("code") && parsed["code"].is_string())
@@ -511,7 +512,7 @@ struct E2BSandbox::Impl {
       if (value.is_string()) require_utf8(value.get_ref<const std::string&>(), std::string(what) + ": the " + key);
     auto request = sandbox_request(kEnvdPort, "POST", "/" + std::string(method), body.dump());
     request.headers.emplace_back("Content-Type", "application/json");
-    request.headers.emplace_back("Connect-Protocol-Version", "1");  // unary Connect call (e2b.md §4.1)
+    request.headers.emplace_back("Connect-Protocol-Version", "1");  // unary Connect call (docs/protocols/e2b.md "Connect calls and their JSON")
     request.cancel = std::move(cancel);
     return request;
   }
@@ -554,12 +555,12 @@ struct E2BSandbox::Impl {
     json body = {{"code", code}};
     if (context_id) body["context_id"] = *context_id;
     else body["language"] = to_string(language);
-    if (!o.env.empty()) body["env_vars"] = o.env;  // this call only (e2b.md §5.1)
+    if (!o.env.empty()) body["env_vars"] = o.env;  // this call only (docs/protocols/e2b.md "Code-interpreter requests")
 
     auto request = sandbox_request(kInterpreterPort, "POST", "/execute", body.dump());
     request.headers.emplace_back("Content-Type", "application/json");
-    request.idempotent = false;  // runs code: never re-sent (libcurl.md §1)
-    request.http1_only = true;   // closing the connection is what interrupts the kernel (e2b.md §9.5)
+    request.idempotent = false;  // runs code: never re-sent (docs/protocols/libcurl.md "No silent re-send")
+    request.http1_only = true;   // closing the connection is what interrupts the kernel (docs/protocols/e2b.md "Interrupts need HTTP/1.1")
     const milliseconds budget = o.timeout.value_or(kDefaultExecuteTimeout);
     request.timeout = budget.count() > 0 ? budget : milliseconds(0);
     request.cancel = call->token();
@@ -580,14 +581,14 @@ struct E2BSandbox::Impl {
     r.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
 
     if (ex.ok() && ex.response.status == 200) {
-      // A cleanly finished body is complete even without end_of_execution (design.md §1.4).
+      // A cleanly finished body is complete even without end_of_execution (docs/backends/e2b.md "Executing code").
       const bool clean = stream.finish();
       stream.collect(r);
       if (!clean) {
         apply_fault(stream.fault(), stream.fault_detail(), r);
         return r;
       }
-      // The interpreter's first line comes from the kernel taking the code (e2b.md §5.2): a 200 without a single
+      // The interpreter's first line comes from the kernel taking the code (docs/protocols/e2b.md "Fields of the /execute events"): a 200 without a single
       // event (an empty body, or blank lines) does not show the code ran, let alone to its end.
       if (!stream.started()) {
         apply_fault(e2b::StreamFault::kMalformed, "a 200 answer without any event", r);
@@ -642,7 +643,7 @@ struct E2BSandbox::Impl {
     }
     const CodeError& e = *r.code_error;
     if (e.name == "SystemExit") {
-      // sys.exit() / sys.exit(0) / sys.exit(None) end the code successfully (design.md §1.2); so does
+      // sys.exit() / sys.exit(0) / sys.exit(None) end the code successfully (docs/backends/e2b.md "Executing code"); so does
       // sys.exit(False), as CPython exits with status 0 for it (the value is str() of the code).
       if (e.value.empty() || e.value == "0" || e.value == "None" || e.value == "False") {
         r.status = ExecutionStatus::kSuccess;
@@ -668,7 +669,7 @@ struct E2BSandbox::Impl {
 
   Language language = Language::kPython;
 
-  // ---- commands: process.Process/Start (e2b.md §4.2) ----
+  // ---- commands: process.Process/Start (docs/protocols/e2b.md "process.Process/Start") ----
 
   ExecutionResult command(std::string_view cmd, const CommandOptions& o) {
     const auto call = begin_call(o.cancel);
@@ -687,7 +688,7 @@ struct E2BSandbox::Impl {
     request.headers.emplace_back("Connect-Protocol-Version", "1");
     request.headers.emplace_back("Keepalive-Ping-Interval", "50");
     const milliseconds budget = o.timeout.value_or(kDefaultCommandTimeout);
-    // envd kills the process when Connect-Timeout-Ms elapses (e2b.md §4.2); our own limit is a backstop. The
+    // envd kills the process when Connect-Timeout-Ms elapses (docs/protocols/e2b.md "process.Process/Start"); our own limit is a backstop. The
     // Connect protocol allows at most 10 digits (a longer value is refused): a budget beyond that (~115 days)
     // is no limit.
     constexpr milliseconds kMaxConnectTimeout{9'999'999'999};
@@ -911,7 +912,7 @@ std::vector<FileInfo> E2BSandbox::do_list_files(std::string_view dir) {
     if (const auto it = e.find("path"); it != e.end() && it->is_string()) info.path = it->get<std::string>();
     if (const auto it = e.find("type"); it != e.end() && it->is_string())
       info.is_directory = it->get<std::string>() == "FILE_TYPE_DIRECTORY";
-    // int64 fields are JSON strings in protojson (e2b.md §4.1).
+    // int64 fields are JSON strings in protojson (docs/protocols/e2b.md "Connect calls and their JSON").
     if (const auto it = e.find("size"); it != e.end()) {
       // Digits only: std::stoull would take "-1" as 2^64-1, and " 7" or "+7" too.
       if (it->is_string()) {
@@ -938,7 +939,7 @@ void E2BSandbox::do_make_dir(std::string_view path) {
                                              impl_->rpc_request("filesystem.Filesystem/MakeDir", {{"path", path}}, call->token(), "make_dir"));
   if (ex.success()) return;
   // already_exists: the directory is there, which is what make_dir promises. A file in the way is
-  // invalid_argument and stays an error (e2b.md §4.3).
+  // invalid_argument and stays an error (docs/protocols/e2b.md "filesystem.Filesystem").
   if (ex.ok()) {
     const json answer = detail::parse_untrusted_json(ex.response.body);
     if (answer.is_object() && answer.value("code", "") == "already_exists") return;
@@ -1004,13 +1005,13 @@ bool E2BSandbox::do_download_file_to(std::string_view path, const std::filesyste
 }
 
 void E2BSandbox::do_terminate(Timeout timeout) {
-  // Calls in flight are cancelled: they return by the contract's rules (design.md §1.3).
+  // Calls in flight are cancelled: they return by the contract's rules (docs/backends/e2b.md "terminate").
   if (!impl_->calls.cancel_all()) return;
   const auto deadline = Deadline::after(timeout, impl_->options.request_timeout * 2);
   auto request = impl_->api_request("DELETE", "/sandboxes/" + impl_->id);
   request.timeout = deadline.bound(impl_->options.request_timeout);
   const auto ex = http::perform_with_retries(impl_->client, request, {}, impl_->deadline_hooks(deadline));
-  // 404: already gone, which is what terminate wants (e2b.md §1.1).
+  // 404: already gone, which is what terminate wants (docs/protocols/e2b.md "Control plane").
   if (ex.success() || (ex.ok() && ex.response.status == 404)) {
     impl_->calls.mark_terminated();
     return;

@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-// The code interpreter renames MIME types to short keys in `result` events (e2b.md §5.2); this maps them back.
+// The code interpreter renames MIME types to short keys in `result` events (docs/protocols/e2b.md "Fields of the /execute events"); this maps them back.
 constexpr std::pair<std::string_view, std::string_view> kMimeKeys[] = {
     {"text", "text/plain"},       {"html", "text/html"},        {"markdown", "text/markdown"},
     {"svg", "image/svg+xml"},     {"png", "image/png"},         {"jpeg", "image/jpeg"},
@@ -71,7 +71,7 @@ bool ExecuteStream::feed(std::string_view bytes) {
 
 bool ExecuteStream::finish() {
   if (fault_ == StreamFault::kNone) lines_.finish();
-  finish_output();  // output received before a fault is kept (design.md §1.3), the unfinished line included
+  finish_output();  // output received before a fault is kept (docs/errors.md "Output"), the unfinished line included
   return fault_ == StreamFault::kNone;
 }
 
@@ -129,7 +129,7 @@ bool ExecuteStream::on_line(std::string_view line) {
         results_.push_back(std::move(result));
       }
     } else if (*type == "error") {
-      if (!error_) {  // at most one per execution (e2b.md §5.2)
+      if (!error_) {  // at most one per execution (docs/protocols/e2b.md "The /execute stream")
         CodeError error;
         if (const auto* s = string_field(event, "name")) error.name = *s;
         if (const auto* s = string_field(event, "value")) error.value = *s;
@@ -226,7 +226,7 @@ bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
       pid_ = pid;
       return true;
     }
-    // The first message is always `start` (e2b.md §4.2).
+    // The first message is always `start` (docs/protocols/e2b.md "process.Process/Start").
     if (!pid_) return fail(StreamFault::kMalformed, "the stream did not begin with a start event");
     if (const auto data = event.find("data"); data != event.end()) {
       for (const char* name : {"stdout", "stderr"}) {
@@ -244,7 +244,7 @@ bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
       }
     } else if (const auto end = event.find("end"); end != event.end()) {
       End e;
-      // protojson omits fields at their default: a missing exitCode is 0 (e2b.md §4.1).
+      // protojson omits fields at their default: a missing exitCode is 0 (docs/protocols/e2b.md "Connect calls and their JSON").
       if (const auto c = end->find("exitCode"); c != end->end()) e.exit_code = detail::untrusted_exit_code(*c);
       if (const auto x = end->find("exited"); x != end->end() && x->is_boolean()) e.exited = x->get<bool>();
       if (const auto* s = string_field(*end, "status")) e.status = *s;

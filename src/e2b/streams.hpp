@@ -1,6 +1,6 @@
 // The two streamed answers of an E2B sandbox, decoded into an execution's output as they arrive:
-//  - ExecuteStream: the code interpreter's /execute body, NDJSON events (e2b.md §5.2);
-//  - ProcessStream: envd's process.Process/Start body, Connect envelopes of ProcessEvents (e2b.md §4.1, §4.2).
+//  - ExecuteStream: the code interpreter's /execute body, NDJSON events (docs/protocols/e2b.md "The /execute stream");
+//  - ProcessStream: envd's process.Process/Start body, Connect envelopes of ProcessEvents (docs/protocols/e2b.md "Connect envelopes", "process.Process/Start").
 // Everything in them is untrusted: a line or envelope that is not the protocol stops the stream as malformed.
 #pragma once
 

@@ -49,7 +49,7 @@ LMInvoker::~LMInvoker() = default;
 namespace {
 
 constexpr const char* kToolName = "execute_code";
-// Every backend's execute_code default (design.md §1.3); what the model is told when no budget is set.
+// Every backend's execute_code default (docs/errors.md "Timeouts"); what the model is told when no budget is set.
 constexpr std::chrono::seconds kDefaultExecutionLimit{300};
 
 // One stop for the whole loop: the caller's stop_token, and the overall timeout through a watchdog thread.

@@ -35,7 +35,7 @@ const {
 const { readFileSync } = await import('node:fs');
 const http = await import('node:http');
 
-const ID = 'aws.codeinterpreter.v1'; // bedrock.md §1
+const ID = 'aws.codeinterpreter.v1'; // docs/protocols/bedrock.md "Interpreters and session lifetime"
 // Same credentials as the server's defaults; in --bench mode the server does not check them, but the client
 // still signs every request, which is part of the cost being measured.
 const client = new BedrockAgentCoreClient({
@@ -55,7 +55,7 @@ function serverCpuSeconds() {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-// One executeCode call, consuming the whole event stream (bedrock.md §9.8: the connection is held until then).
+// One executeCode call, consuming the whole event stream (docs/protocols/bedrock.md "InvokeCodeInterpreter": the connection is held until then).
 async function run(sessionId) {
   const out = await client.send(new InvokeCodeInterpreterCommand({
     codeInterpreterIdentifier: ID, sessionId, name: 'executeCode', arguments: { code: 'x', language: 'python' },

@@ -23,7 +23,7 @@ if (!apiUrl || !sandboxUrl || !(calls > 0) || !(concurrency > 0) || !(concurrent
   process.exit(2);
 }
 
-// e2b.md §6: the SDK takes its endpoints from these.
+// docs/protocols/e2b.md "SDK endpoint settings": the SDK takes its endpoints from these.
 process.env.E2B_API_URL = apiUrl;
 process.env.E2B_SANDBOX_URL = sandboxUrl;
 process.env.E2B_API_KEY ||= 'e2b_' + '0'.repeat(40);

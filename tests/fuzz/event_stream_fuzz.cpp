@@ -116,7 +116,7 @@ std::vector<std::string> fuzz_seeds() {
   result.headers[":content-type"] = header(HeaderValue::Type::kString, 0, "application/json");
   result.header_order = {":message-type", ":event-type", ":content-type"};
   result.payload = R"({"content":[]})";
-  const std::string vector = encode_event_message(result);  // the 106-byte vector of bedrock.md §5
+  const std::string vector = encode_event_message(result);  // the 106-byte vector of docs/protocols/bedrock.md "The event stream"
 
   EventMessage exception;
   exception.headers[":message-type"] = header(HeaderValue::Type::kString, 0, "exception");

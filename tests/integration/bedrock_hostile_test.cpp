@@ -1,7 +1,7 @@
 // BedrockAgentCoreSandbox against answers the local AgentCore server cannot produce: a scripted HTTP/1.1 server on
 // 127.0.0.1 (tests/unit/local_http_server.hpp) answers Start, Stop and Get, and each Invoke with the frames the test
 // builds; and, where a real session is needed, the local AgentCore server. Everything a service sends is untrusted
-// (design.md §1.3): no answer may make a call throw what its contract does not allow, or crash.
+// (docs/architecture.md "Core"): no answer may make a call throw what its contract does not allow, or crash.
 #include <catch2/catch.hpp>
 
 #include <atomic>

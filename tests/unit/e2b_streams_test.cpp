@@ -40,7 +40,7 @@ struct Recorder {
   Recorder& operator=(const Recorder&) = delete;
 };
 
-// The composed example of e2b.md §5.2 (`print("hi"); 1+1`).
+// The composed example of docs/protocols/e2b.md "Fields of the /execute events" (`print("hi"); 1+1`).
 const std::string kExecuteExample =
     "{\"type\": \"number_of_executions\", \"execution_count\": 1}\n"
     "{\"type\": \"stdout\", \"text\": \"hi\\n\", \"timestamp\": \"2026-08-20T10:00:00.123456+00:00\"}\n"
@@ -55,7 +55,7 @@ std::string end_stream(const nlohmann::json& body) { return encode_envelope(0x02
 
 const nlohmann::json kStart = {{"start", {{"pid", 812}}}};
 
-// The composed example of e2b.md §4.2 (`commands.run("echo hi")`).
+// The composed example of docs/protocols/e2b.md "process.Process/Start" (`commands.run("echo hi")`).
 const std::string kProcessExample = message(kStart) + message({{"data", {{"stdout", "aGkK"}}}}) +
                                     message({{"end", {{"exited", true}, {"status", "exit status 0"}}}}) +
                                     end_stream(nlohmann::json::object());
@@ -307,7 +307,7 @@ TEST_CASE("ExecuteStream::finish parses a final line that has no newline", "[e2b
 
 TEST_CASE("ExecuteStream::finish on a malformed final line keeps the partial output line before it",
           "[e2b_streams]") {
-  // Output received before an error is kept (design.md §1.3), the unfinished output line included.
+  // Output received before an error is kept (docs/errors.md "Output"), the unfinished output line included.
   Recorder out;
   ExecuteStream stream(&out.callback, nullptr, kMaxOutput, kMaxLine);
   CHECK(stream.feed(line({{"type", "stdout"}, {"text", "a\npartial"}}) + "{\"type\": \"stdo"));

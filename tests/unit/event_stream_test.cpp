@@ -31,7 +31,7 @@ std::string from_hex(std::string_view hex) {
   return out;
 }
 
-// bedrock.md §5: a `result` event with payload {"content":[]}, produced by the official codec.
+// docs/protocols/bedrock.md "The event stream": a `result` event with payload {"content":[]}, produced by the official codec.
 const std::string kVector = from_hex(
     "0000006a0000004cc9cabd3e"
     "0d3a6d6573736167652d74797065" "07" "0005" "6576656e74"

@@ -100,7 +100,7 @@ TEST_CASE("consecutive requests to one origin reuse one connection", "[http]") {
 
 TEST_CASE("a non-idempotent POST whose reused connection dies unanswered is sent exactly once and is UNKNOWN",
           "[http]") {
-  // libcurl.md §1: the server answers the first POST, then reads the second POST whole and closes without an
+  // docs/protocols/libcurl.md "No silent re-send": the server answers the first POST, then reads the second POST whole and closes without an
   // answer. libcurl would reconnect and send the body again; the no-rewind seek callback forbids that.
   LocalHttpServer server([&](ServerConnection& c, int) {
     int n = 0;

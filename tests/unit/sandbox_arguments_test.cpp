@@ -1,4 +1,4 @@
-// The argument rules every backend shares (src/core/sandbox.cpp, design.md §1.1 and §1.3): the public calls check
+// The argument rules every backend shares (src/core/sandbox.cpp, docs/architecture.md "The sandbox interface (non-virtual interface)"): the public calls check
 // their arguments before any backend sees them, so each rule holds alike on Pyodide, E2B and Bedrock. Shown here
 // through testing::FakeSandbox, a backend that records every call it gets.
 #include <catch2/catch.hpp>

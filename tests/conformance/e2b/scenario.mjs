@@ -31,7 +31,7 @@ const first = await new Promise((resolve, reject) => {
 });
 const { api_url: API, sandbox_url: SBX } = first;
 
-// The SDK reads these when each call builds its connection config (e2b.md §6).
+// The SDK reads these when each call builds its connection config (docs/protocols/e2b.md "SDK endpoint settings").
 process.env.E2B_API_KEY = API_KEY;
 process.env.E2B_API_URL = API;
 process.env.E2B_SANDBOX_URL = SBX;

@@ -1,4 +1,4 @@
-// Event-stream frames of the InvokeCodeInterpreter response (bedrock.md §4, §5), encoded by the official
+// Event-stream frames of the InvokeCodeInterpreter response (docs/protocols/bedrock.md "Events and exception frames", "The event stream"), encoded by the official
 // @smithy/core event-stream codec. The only bytes touched by hand are the deliberate corruptions used by
 // fault directives (corruptCrc), applied on top of a correctly encoded frame.
 

@@ -1,4 +1,4 @@
-"""One persistent Python process per Bedrock session (executeCode with language "python", bedrock.md §3).
+"""One persistent Python process per Bedrock session (executeCode with language "python", docs/protocols/bedrock.md "Tools").
 
 All executions share ONE globals dict, so state survives between calls; a request with "clear": true
 replaces it with a fresh one first (the clearContext argument).
@@ -10,7 +10,7 @@ Channels (set up by server.mjs):
   fd 0  /dev/null. fd 1/2 are redirected (dup2) into capture files under $BEDROCK_KERNEL_CTL for the
         duration of each execution, so print() and subprocesses writing to the inherited fds are both
         captured, then restored. Output is only returned with the result: the service sends one `result`
-        event per call (bedrock.md §4), so nothing needs to stream.
+        event per call (docs/protocols/bedrock.md "Events and exception frames"), so nothing needs to stream.
 """
 
 import builtins

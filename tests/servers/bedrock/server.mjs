@@ -1021,7 +1021,7 @@ async function opInvoke(req, res, entry, interpreter, input, fault) {
 
 // ------------------------------------------------------------------------------------------ bench mode
 
-// Answers at once, no signature check, no processes: the figures measure the client (design.md §5).
+// Answers at once, no signature check, no processes: the figures measure the client (docs/benchmarks.md "The HTTP clients: `e2b_bench` and `bedrock_bench`").
 const BENCH_FRAME = resultFrame({
   content: [{ type: 'text', text: 'x\n' }],
   structuredContent: { stdout: 'x\n', stderr: '', exitCode: 0, executionTime: 0.1 },

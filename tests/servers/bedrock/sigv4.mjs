@@ -1,4 +1,4 @@
-// Server-side SigV4 verification for the local AgentCore server (bedrock.md §6, §7).
+// Server-side SigV4 verification for the local AgentCore server (docs/protocols/bedrock.md "Endpoints and SigV4 signing", "Verifying a signature").
 //
 // The signature itself is recomputed by the official @smithy/signature-v4 signer over the request as
 // received (method, raw encoded path, decoded query, ONLY the headers the client listed in SignedHeaders,

@@ -9,7 +9,7 @@ Channels (set up by server.mjs):
         {"t": "done", "id": n}
   fd 1/2 the user's stdout/stderr (print() and any subprocess writing to the inherited fds). After each
         execution the driver writes the sync token to both, so the server knows every byte produced by
-        that execution has arrived before it ends the /execute stream (e2b.md §5.2: end_of_execution last).
+        that execution has arrived before it ends the /execute stream (docs/protocols/e2b.md "The /execute stream": end_of_execution last).
 
 Paths: the sandbox's filesystem root is a host directory (E2B_SANDBOX_ROOT). Absolute paths under the
 sandbox-only prefixes (/home/user, /files, /tmp) are rewritten into that root by a small shim around
@@ -202,7 +202,7 @@ _executing = False
 
 
 def _on_sigint(signum, frame):
-    # The server interrupts only a running execution (client disconnected, e2b.md §5.1); a signal that
+    # The server interrupts only a running execution (client disconnected, docs/protocols/e2b.md "Code-interpreter requests"); a signal that
     # lands between executions must not kill the driver.
     if _executing:
         raise KeyboardInterrupt
@@ -215,7 +215,7 @@ def _strip_quotes(text):
 
 
 def _formats(value, is_main):
-    """MIME bundle of a value, keyed by the names used on the /execute wire (e2b.md §5.2)."""
+    """MIME bundle of a value, keyed by the names used on the /execute wire (docs/protocols/e2b.md "Fields of the /execute events")."""
     data = {}
     try:
         text = repr(value)

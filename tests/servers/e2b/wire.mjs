@@ -1,7 +1,7 @@
 // Small wire-format helpers shared by the local E2B server: Python-style JSON for the /execute stream,
 // Connect envelopes, protojson timestamps, multipart parsing. Each cites the e2b.md section it follows.
 
-// e2b.md §5.2: the code interpreter writes each line with Python's json.dumps defaults: ", " and ": "
+// docs/protocols/e2b.md "Fields of the /execute events": the code interpreter writes each line with Python's json.dumps defaults: ", " and ": "
 // separators and ensure_ascii=True (every non-ASCII UTF-16 unit escaped as \uXXXX, lowercase hex).
 export function pyDumps(value) {
   if (value === null || value === undefined) return 'null';
@@ -45,7 +45,7 @@ function pyStr(s) {
   });
 }
 
-// e2b.md §5.2 timestamp: Python datetime.isoformat() with microseconds and "+00:00".
+// docs/protocols/e2b.md "Fields of the /execute events" timestamp: Python datetime.isoformat() with microseconds and "+00:00".
 export function pyTimestamp() {
   const nowMs = performance.timeOrigin + performance.now();
   const whole = Math.floor(nowMs);
@@ -54,7 +54,7 @@ export function pyTimestamp() {
   return `${iso.slice(0, 19)}.${String(micros).padStart(6, '0')}+00:00`;
 }
 
-// e2b.md §4.1: envelope = 1 flag byte + 4-byte big-endian length + payload. 0x00 message, 0x02 end-stream.
+// docs/protocols/e2b.md "Connect envelopes": envelope = 1 flag byte + 4-byte big-endian length + payload. 0x00 message, 0x02 end-stream.
 export function envelope(flags, payload) {
   const body = Buffer.isBuffer(payload) ? payload : Buffer.from(payload, 'utf8');
   const head = Buffer.alloc(5);
@@ -73,7 +73,7 @@ export function parseSingleEnvelope(buf) {
   return { flags, json: JSON.parse(buf.subarray(5).toString('utf8') || '{}') };
 }
 
-// protojson Timestamp (e2b.md §4.1): RFC 3339 with "Z" and 0, 3, 6 or 9 fractional digits.
+// protojson Timestamp (docs/protocols/e2b.md "Connect calls and their JSON"): RFC 3339 with "Z" and 0, 3, 6 or 9 fractional digits.
 export function protoTimestamp(nsBigint) {
   const sec = nsBigint / 1000000000n;
   const nanos = Number(nsBigint % 1000000000n);
@@ -85,7 +85,7 @@ export function protoTimestamp(nsBigint) {
   return `${base}.${frac}Z`;
 }
 
-// Go's os.FileMode.String() for the permissions field of EntryInfo (e2b.md §4.3).
+// Go's os.FileMode.String() for the permissions field of EntryInfo (docs/protocols/e2b.md "filesystem.Filesystem").
 export function modeString(mode, isDir, isLink) {
   const rwx = 'rwxrwxrwx';
   let s = isDir ? 'd' : isLink ? 'L' : '-';
@@ -93,7 +93,7 @@ export function modeString(mode, isDir, isLink) {
   return s;
 }
 
-// multipart/form-data parser for envd POST /files (e2b.md §3.2). Returns [{name, filename, data}].
+// multipart/form-data parser for envd POST /files (docs/protocols/e2b.md "envd health and files"). Returns [{name, filename, data}].
 export function parseMultipart(body, contentType) {
   const m = /boundary=(?:"([^"]+)"|([^;]+))/i.exec(contentType || '');
   if (!m) throw new Error('multipart boundary missing');
