@@ -1,5 +1,5 @@
 // Memory snapshots of a freshly loaded Pyodide runtime: where they live, what they are keyed by, and how a file is
-// checked before a runtime restores it (docs/backends/pyodide.md "Snapshots", docs/protocols/pyodide.md "Memory snapshots").
+// checked before a runtime restores it (docs/backends/pyodide.md "Snapshots", docs/protocols/pyodide.md "Memory snapshots (private API, pinned by the tests)").
 #pragma once
 
 #include <filesystem>

@@ -339,7 +339,7 @@ async function init(message) {
   return true;
 }
 
-// ---- memory snapshots (docs/protocols/pyodide.md "Memory snapshots") ----
+// ---- memory snapshots (docs/protocols/pyodide.md "Memory snapshots (private API, pinned by the tests)") ----
 
 // The snapshot file: an 80-byte header (SNAPSHOT_MAGIC, the 64 hex digits of the image's SHA-256, 7 spaces, "\n"),
 // then the image, whose views stay aligned at that offset. The C++ side has checked the digest before naming the

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Conformance run: the official AWS JS client (@aws-sdk/client-bedrock-agentcore 3.1141.0) against the local
 // AgentCore server in tests/servers/bedrock. The server is trusted only while every check here passes.
-// Wire facts are those of the AgentCore wire-protocol notes (bedrock.md, cited as §N).
+// Wire facts are those of docs/protocols/bedrock.md.
 //
 //   node tests/conformance/bedrock/scenario.mjs
 //
@@ -25,7 +25,7 @@ const SERVER = path.resolve(HERE, '../../servers/bedrock/server.mjs');
 const AKID = 'AKIDEXAMPLE';
 const SECRET = 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY';
 const TOKEN = 'FwoGZXIvYXdzEXAMPLETOKEN//////////wEaDEXAMPLE';
-const ODD_ID = 'my interp/x'; // needs percent-encoding: canonical path is double-encoded (§6)
+const ODD_ID = 'my interp/x'; // needs percent-encoding: canonical path is double-encoded (docs/protocols/bedrock.md "Endpoints and SigV4 signing")
 const T_START = Date.now();
 // Never hang: a stuck check fails the run instead of waiting for an outer timeout.
 setTimeout(() => {
@@ -117,14 +117,14 @@ const stop = (c, sessionId, id = ID) => c.send(new StopCodeInterpreterSessionCom
 const list = (c, extra = {}, id = ID) => c.send(new ListCodeInterpreterSessionsCommand({ codeInterpreterIdentifier: id, ...extra }));
 const invokeRaw = (c, sessionId, name, args, id = ID) =>
   c.send(new InvokeCodeInterpreterCommand({ codeInterpreterIdentifier: id, sessionId, name, arguments: args }));
-// Consumes the whole stream (§9.8) and returns the events.
+// Consumes the whole stream (docs/protocols/bedrock.md "InvokeCodeInterpreter") and returns the events.
 async function invoke(c, sessionId, name, args, id = ID) {
   const out = await invokeRaw(c, sessionId, name, args, id);
   const events = [];
   for await (const e of out.stream) events.push(e);
   return events;
 }
-// The single `result` of a call (§4: one result event per call).
+// The single `result` of a call (docs/protocols/bedrock.md "Events and exception frames": one result event per call).
 async function result(c, sessionId, name, args, id = ID) {
   const events = await invoke(c, sessionId, name, args, id);
   assert.equal(events.length, 1, `expected one event, got ${JSON.stringify(events)}`);
@@ -333,7 +333,8 @@ const cB = client(B, { token: TOKEN });
 await sessionFlow('no-token', A, cA);
 await sessionFlow('session-token', B, cB);
 
-// ------------------------------------------------------------------------------------------ signatures (§6, §7)
+// ------------------------------------------------------------------------------------------ signatures
+// docs/protocols/bedrock.md "Endpoints and SigV4 signing", "Verifying a signature"
 
 await check('percent-encoded identifier "my interp/x" verifies (double-encoded canonical path)', async () => {
   const s = await start(cA, {}, ODD_ID);
@@ -403,7 +404,8 @@ await check('request log holds no secret, token or signature', async () => {
   for (const s of [SECRET, TOKEN, 'Signature=', 'AWS4-HMAC-SHA256']) assert.ok(!text.includes(s), `leaked ${s.slice(0, 8)}...`);
 });
 
-// ------------------------------------------------------------------------------------------ validation (§10)
+// ------------------------------------------------------------------------------------------ validation
+// docs/protocols/bedrock.md "Interpreters and session lifetime", "Session operations", "Tools"
 
 await check('Start validation: sessionTimeoutSeconds 0 and 28801, name 101 chars', async () => {
   const e = await rejects(start(cA, { sessionTimeoutSeconds: 0 }), 'ValidationException', 400);
@@ -641,7 +643,7 @@ await check('fault split bytes / random -> same result, reassembled', async () =
 await check('fault unknown_event -> skipped by the client, result still arrives', async () => {
   await addFaults(A, { operation: 'invoke', action: 'unknown_event', event_type: 'futureEvent' });
   const events = await invoke(cA, fs1, 'executeCode', { code: 'print("after unknown")', language: 'python' });
-  // §4: an unknown :event-type is silently skipped by the client.
+  // docs/protocols/bedrock.md "Events and exception frames": an unknown :event-type is silently skipped by the client.
   assert.equal(events.length, 1, JSON.stringify(events));
   assert.equal(events[0].result.structuredContent.stdout, 'after unknown\n');
   assert.equal((await requests(A)).filter((e) => e.fault === 'unknown_event').length, 1);

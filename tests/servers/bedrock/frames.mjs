@@ -12,7 +12,8 @@ function encode(headers, payload) {
   return Buffer.from(codec.encode({ headers, body: payload }));
 }
 
-// §4 "Normal event": headers in the order the service uses, payload = JSON of CodeInterpreterResult.
+// An event (docs/protocols/bedrock.md "Events and exception frames"): headers in the order the service
+// uses, payload = JSON of CodeInterpreterResult.
 export function resultFrame(result) {
   return eventFrame('result', result);
 }
@@ -26,7 +27,8 @@ export function eventFrame(eventType, payloadObject) {
   }, fromUtf8(JSON.stringify(payloadObject)));
 }
 
-// §4 "Modeled exception": :exception-type is the union member name (lowerCamel), payload {"message": ...}.
+// A modeled exception (docs/protocols/bedrock.md "Events and exception frames"): :exception-type is the
+// union member name (lowerCamel), payload {"message": ...}.
 export function exceptionFrame(exceptionType, payloadObject) {
   return encode({
     ':message-type': str('exception'),
@@ -35,7 +37,8 @@ export function exceptionFrame(exceptionType, payloadObject) {
   }, fromUtf8(JSON.stringify(payloadObject)));
 }
 
-// §4 "Unmodeled error": :error-code and :error-message headers, empty payload.
+// Any other error (docs/protocols/bedrock.md "Events and exception frames"): :error-code and :error-message
+// headers, empty payload.
 export function errorFrame(code, message) {
   return encode({
     ':message-type': str('error'),
@@ -44,8 +47,8 @@ export function errorFrame(code, message) {
   }, new Uint8Array(0));
 }
 
-// §5: the prelude CRC is bytes 8..11, the message CRC the last 4 bytes. Inverting every bit of one of them
-// gives a frame that is correct in every other respect.
+// docs/protocols/bedrock.md "The event stream": the prelude CRC is bytes 8..11, the message CRC the last
+// 4 bytes. Inverting every bit of one of them gives a frame that is correct in every other respect.
 export function corruptCrc(frame, which) {
   const out = Buffer.from(frame);
   if (which === 'prelude') {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A local server that speaks the AWS Bedrock AgentCore Code Interpreter data plane (restJson1 + the
 // vnd.amazon.eventstream response of InvokeCodeInterpreter), as described in
-// the AgentCore wire-protocol notes (bedrock.md, cited as §N). Every request's SigV4 signature is verified with the
+// docs/protocols/bedrock.md. Every request's SigV4 signature is verified with the
 // official @smithy/signature-v4 signer (sigv4.mjs) and every frame is encoded with the official
 // @smithy/core event-stream codec (frames.mjs). Code, commands and file tools run for real, each session
 // in its own temporary directory. Fault directives provoke every failure a client must survive.
@@ -41,17 +41,18 @@ const CREDS = {
   sessionToken: flag('--session-token', null),
   region: flag('--region', 'us-east-1'),
 };
-// §1: the built-in interpreter exists everywhere; custom ids come from the control plane (here: flags).
+// docs/protocols/bedrock.md "Interpreters and session lifetime": the built-in interpreter exists everywhere;
+// custom ids come from the control plane (here: flags).
 const INTERPRETERS = new Set(['aws.codeinterpreter.v1']);
 argv.forEach((a, i) => { if (a === '--interpreter' && i + 1 < argv.length) INTERPRETERS.add(argv[i + 1]); });
 
 const CAP_JSON = 1 << 20; // Start/Get/List/Stop bodies
-const CAP_INVOKE = 160 << 20; // §1: 100 MB inline upload per file, base64 in JSON -> ~134 MB
+const CAP_INVOKE = 160 << 20; // docs/protocols/bedrock.md "File tools": 100 MB inline upload per file, base64 in JSON -> ~134 MB
 const CAP_OUTPUT = 16 << 20; // bytes of stdout/stderr kept per stream per call
 const LOG_CAP = 10000;
-const DEFAULT_TIMEOUT_S = 900; // §2.1 smithy.api#default
+const DEFAULT_TIMEOUT_S = 900; // docs/protocols/bedrock.md "Interpreters and session lifetime" (smithy.api#default)
 const TOOL_NAMES = new Set(['executeCode', 'executeCommand', 'getTask', 'listFiles', 'readFiles', 'removeFiles',
-  'startCommandExecution', 'stopTask', 'writeFiles']); // §3, enums.js ToolName
+  'startCommandExecution', 'stopTask', 'writeFiles']); // docs/protocols/bedrock.md "Tools", enums.js ToolName
 const LANGUAGES = new Set(['python', 'javascript', 'typescript']);
 const RUNTIMES = new Set(['deno', 'nodejs', 'python']);
 // Node >= 22.6 can strip TypeScript types; Node 20 cannot (then typescript answers isError, see README).
@@ -70,7 +71,8 @@ let faults = [];
 let requestLog = [];
 let requestSeq = 0;
 
-// §2.6: ids are 1..40 alphanumerics; the service uses 26-char uppercase ULID-like ids.
+// docs/protocols/bedrock.md "Session operations": ids are 1..40 alphanumerics; this server issues 26-char uppercase
+// ULID-like ids.
 function newSessionId() {
   const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
   const b = crypto.randomBytes(26);
@@ -79,9 +81,10 @@ function newSessionId() {
   return s;
 }
 
-const rfc3339 = (d) => d.toISOString(); // §2.6: date-time strings, never epoch numbers
+const rfc3339 = (d) => d.toISOString(); // docs/protocols/bedrock.md "Session operations": date-time strings, never epoch numbers
 
-// ------------------------------------------------------------------------------------------ errors (§7)
+// ------------------------------------------------------------------------------------------ errors
+// docs/protocols/bedrock.md "Error answers and what proves a call never ran"
 
 class ApiError extends Error {
   constructor(status, type, message, extra = {}) {
@@ -92,7 +95,8 @@ class ApiError extends Error {
   }
 }
 
-// §7: one validation error in the shape AWS services use ("1 validation error detected: ...").
+// One validation error in the shape AWS services use ("1 validation error detected: ...";
+// docs/protocols/bedrock.md "Error answers and what proves a call never ran").
 function validation(field, constraint, value) {
   const shown = value === undefined ? 'null' : typeof value === 'string' ? value.slice(0, 100) : JSON.stringify(value)?.slice(0, 100);
   return new ApiError(400, 'ValidationException',
@@ -102,7 +106,8 @@ function validation(field, constraint, value) {
 const cannotParse = (message) => new ApiError(400, 'ValidationException', message, { reason: 'CannotParse' });
 const notFound = (message) => new ApiError(404, 'ResourceNotFoundException', message);
 
-// Default error shape per HTTP status for `status` directives (§4 table, §7).
+// Default error shape per HTTP status for `status` directives (docs/protocols/bedrock.md "Events and exception frames" table,
+// "Error answers and what proves a call never ran").
 const STATUS_ERROR_TYPES = {
   400: 'ValidationException', 402: 'ServiceQuotaExceededException', 403: 'AccessDeniedException',
   404: 'ResourceNotFoundException', 409: 'ConflictException', 429: 'ThrottlingException',
@@ -121,7 +126,8 @@ function sendJson(res, entry, status, obj, extraHeaders = {}) {
   res.end(body);
 }
 
-// §7: restJson1 error = status + x-amzn-ErrorType + JSON body {"message", ...}.
+// docs/protocols/bedrock.md "Error answers and what proves a call never ran": restJson1 error = status + x-amzn-ErrorType +
+// JSON body {"message", ...}.
 function sendError(res, entry, err, extraHeaders = {}) {
   if (entry) entry.error_type = err.type;
   sendJson(res, entry, err.status, { message: err.message, ...err.extra }, { 'x-amzn-ErrorType': err.type, ...extraHeaders });
@@ -179,8 +185,8 @@ function optInt(obj, key, field, min, max) {
   if (v > max) throw validation(field, `Member must have value less than or equal to ${max}`, v);
   return v;
 }
-const SESSION_ID_RE = /^[0-9a-zA-Z]{1,40}$/; // §2.6
-const CLIENT_TOKEN_RE = /^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,256}$/; // §2.1
+const SESSION_ID_RE = /^[0-9a-zA-Z]{1,40}$/; // docs/protocols/bedrock.md "Session operations"
+const CLIENT_TOKEN_RE = /^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,256}$/; // docs/protocols/bedrock.md "Session operations"
 
 function requireSessionId(v, field) {
   if (v === undefined || v === null || v === '') throw validation(field, 'Member must not be null', undefined);
@@ -208,15 +214,16 @@ class Session {
     this.sockets = new Set(); // sockets of in-flight invocations: cut when the session dies
     this.seq = 0;
     if (BENCH) return;
-    // <tmp>/agentcore-<id>-XXXX/work is the session's cwd (what §3's /opt/amazon/genesis1p-tools/var is on
-    // the service); ctl/ holds the kernel's capture files and JS snippets, invisible to the file tools.
+    // <tmp>/agentcore-<id>-XXXX/work is the session's cwd (what /opt/amazon/genesis1p-tools/var is on the
+    // service, docs/protocols/bedrock.md "File tools"); ctl/ holds the kernel's capture files and JS snippets,
+    // invisible to the file tools.
     this.root = fs.mkdtempSync(path.join(os.tmpdir(), `agentcore-${this.id}-`));
     this.work = path.join(this.root, 'work');
     this.ctl = path.join(this.root, 'ctl');
     fs.mkdirSync(this.work);
     fs.mkdirSync(this.ctl);
     this.workReal = fs.realpathSync(this.work);
-    // §1: the timeout is a TTL from creation; nothing extends it.
+    // docs/protocols/bedrock.md "Interpreters and session lifetime": the timeout is a TTL from creation; nothing extends it.
     this.timer = setTimeout(() => terminateSession(this, 'session timeout'), timeoutS * 1000);
     this.timer.unref();
   }
@@ -349,11 +356,12 @@ function runPython(s, code, clear) {
   return p;
 }
 
-// ------------------------------------------------------------------------------------------ file tools (§3)
+// ------------------------------------------------------------------------------------------ file tools
+// docs/protocols/bedrock.md "File tools"
 
-// §3 paths: file-tool paths are relative to the session's working directory. Absolute paths, NUL bytes,
-// and paths that climb out of the directory (`..`, or a symlink pointing outside) are refused with a
-// ValidationException before anything runs.
+// Paths (docs/protocols/bedrock.md "File tools"): file-tool paths are relative to the session's working
+// directory. Absolute paths, NUL bytes, and paths that climb out of the directory (`..`, or a symlink pointing
+// outside) are refused with a ValidationException before anything runs.
 function resolvePath(s, p, field) {
   if (typeof p !== 'string') throw cannotParse(`Expected a string for '${field}'`);
   if (p.length === 0) throw validation(field, 'Member must have length greater than or equal to 1', p);
@@ -443,7 +451,7 @@ function planTool(s, name, args) {
     case 'removeFiles':
       return { targets: list('paths').map((p, i) => ({ ...resolvePath(s, p, `arguments.paths.${i}`), given: p })) };
     case 'listFiles': {
-      const dir = a.directoryPath ?? '.'; // the TS SDK's default (§3)
+      const dir = a.directoryPath ?? '.'; // the TS SDK's default (docs/protocols/bedrock.md "File tools")
       return { dir: { ...resolvePath(s, dir, 'arguments.directoryPath'), given: dir } };
     }
     case 'writeFiles': {
@@ -458,7 +466,7 @@ function planTool(s, name, args) {
           if (typeof b.text !== 'string') throw cannotParse(`Expected a string for 'arguments.content.${i}.text'`);
           data = Buffer.from(b.text, 'utf8');
         } else {
-          // §9.1: base64 happens exactly once, at the JSON layer; the decoded bytes are the file.
+          // docs/protocols/bedrock.md "File tools": base64 happens exactly once, at the JSON layer; the decoded bytes are the file.
           if (typeof b.blob !== 'string' || !STRICT_B64.test(b.blob)) throw cannotParse(`Invalid base64 for 'arguments.content.${i}.blob'`);
           data = Buffer.from(b.blob, 'base64');
         }
@@ -514,8 +522,8 @@ async function runTool(s, name, plan) {
       return textResult(`Task ${t.taskId}: ${t.status}`, false, sc);
     }
     case 'writeFiles': {
-      // Reported to be atomic (§3): every target is checked first, and a failure undoes what was written.
-      // Parent directories are NOT created (§3 / §9.9); a missing parent is a tool error.
+      // docs/protocols/bedrock.md "File tools": reported to be atomic, so every target is checked first, and a failure undoes
+      // what was written. Parent directories are NOT created; a missing parent is a tool error.
       for (const b of plan.blocks) {
         const parent = path.dirname(b.host);
         if (!fs.existsSync(parent) || !fs.statSync(parent).isDirectory()) return textResult(`Parent directory does not exist: ${b.given}`, true);
@@ -667,7 +675,8 @@ async function handleControl(req, res, url) {
   return json(404, { message: 'unknown control endpoint' });
 }
 
-// ------------------------------------------------------------------------------------------ routing (§2)
+// ------------------------------------------------------------------------------------------ routing
+// docs/protocols/bedrock.md "Session operations", "InvokeCodeInterpreter"
 
 // Returns {operation, interpreter} for a data-plane path (raw, percent-encoded), or null.
 function route(method, rawPath) {
@@ -723,7 +732,8 @@ async function handleRequest(req, res) {
   }
   entry.body_complete = true;
 
-  // §7: every data-plane request is signed; the check comes before anything else about the request.
+  // docs/protocols/bedrock.md "Verifying a signature": every data-plane request is signed; the check comes before anything
+  // else about the request.
   const v = await verifyRequest(req, body, CREDS);
   entry.signature_valid = v.ok;
   if (!v.ok) {
@@ -828,8 +838,9 @@ function opStart(res, entry, interpreter, input) {
     if (!Array.isArray(input.filesystemConfigurations)) throw cannotParse("Expected a list for 'filesystemConfigurations'");
     extra.filesystemConfigurations = input.filesystemConfigurations; // accepted and echoed; nothing is mounted
   }
-  // §2.1/§10: clientToken is an idempotency token. Same token + same parameters -> the original answer;
-  // same token + different parameters -> ValidationException (IdempotentParameterMismatchException).
+  // docs/protocols/bedrock.md "Session operations": clientToken is an idempotency token. Same token + same
+  // parameters -> the original answer; same token + different parameters -> ValidationException
+  // (IdempotentParameterMismatchException).
   const fingerprint = JSON.stringify([name ?? null, timeoutS, extra.certificates ?? null, extra.filesystemConfigurations ?? null]);
   const key = token !== undefined ? `${interpreter}\n${token}` : null;
   if (key && startTokens.has(key)) {
@@ -910,7 +921,8 @@ function opStop(res, entry, interpreter, url, input) {
     }
     return sendJson(res, entry, 200, prior.response); // a retried Stop that already succeeded
   }
-  // §2.4: a session that is unknown or already terminated answers ResourceNotFoundException.
+  // docs/protocols/bedrock.md "Session operations": a session that is unknown or already terminated answers
+  // ResourceNotFoundException.
   const s = lookupSession(interpreter, id, { ready: true });
   terminateSession(s, 'stopped');
   const response = { codeInterpreterIdentifier: interpreter, sessionId: s.id, lastUpdatedAt: rfc3339(s.lastUpdatedAt) };
@@ -923,13 +935,13 @@ async function opInvoke(req, res, entry, interpreter, input, fault) {
   if (input.name === undefined || input.name === null) throw validation('name', 'Member must not be null', undefined);
   if (typeof input.name !== 'string') throw cannotParse("Expected a string for 'name'");
   if (!TOOL_NAMES.has(input.name)) throw validation('name', `Member must satisfy enum value set: [${[...TOOL_NAMES].join(', ')}]`, input.name);
-  // §2.5: an unknown, expired or stopped session is an HTTP 404 before any frame.
+  // docs/protocols/bedrock.md "InvokeCodeInterpreter": an unknown, expired or stopped session is an HTTP 404 before any frame.
   const s = lookupSession(interpreter, sessionId, { ready: true });
   const plan = planTool(s, input.name, input.arguments);
   const head = {
     'Content-Type': 'application/vnd.amazon.eventstream',
     'x-amzn-RequestId': entry.request_id,
-    'x-amzn-code-interpreter-session-id': s.id, // §2.5: echoed
+    'x-amzn-code-interpreter-session-id': s.id, // docs/protocols/bedrock.md "InvokeCodeInterpreter": echoed
   };
   const action = fault?.action;
 

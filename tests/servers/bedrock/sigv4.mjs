@@ -10,8 +10,8 @@ import crypto from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { Sha256 } from '@aws-crypto/sha256-js';
 
-export const SERVICE = 'bedrock-agentcore'; // §1: signing name
-const SKEW_MS = 5 * 60 * 1000; // §7: ±5 minutes
+export const SERVICE = 'bedrock-agentcore'; // docs/protocols/bedrock.md "Endpoints and SigV4 signing": signing name
+const SKEW_MS = 5 * 60 * 1000; // docs/protocols/bedrock.md "Verifying a signature": ±5 minutes
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 // AWS's standard front-end messages (coral services), reused verbatim so clients that match on them work.
@@ -103,7 +103,8 @@ export async function verifyRequest(req, body, cfg, now = new Date()) {
     headers[name] = String(req.headers[name]);
   }
 
-  // Session token (§6): temporary credentials must carry it; long-term ones must not.
+  // Session token (docs/protocols/bedrock.md "Endpoints and SigV4 signing", "Verifying a signature"):
+  // temporary credentials must carry it; long-term ones must not.
   const token = req.headers['x-amz-security-token'];
   if (cfg.sessionToken) {
     if (typeof token !== 'string' || !crypto.timingSafeEqual(sha(token), sha(cfg.sessionToken))) {
@@ -113,8 +114,8 @@ export async function verifyRequest(req, body, cfg, now = new Date()) {
     return fail(403, 'UnrecognizedClientException', MSG_BAD_TOKEN, 'token_unexpected');
   }
 
-  // The signer trusts x-amz-content-sha256 as the payload hash (§7 caveat); a non-S3 service hashes the body
-  // itself, so a header that lies about the body can never verify.
+  // The signer trusts x-amz-content-sha256 as the payload hash (docs/protocols/bedrock.md "Verifying a
+  // signature"); a non-S3 service hashes the body itself, so a header that lies about the body can never verify.
   const bodyHash = body.length ? crypto.createHash('sha256').update(body).digest('hex') : EMPTY_SHA256;
   const claimed = req.headers['x-amz-content-sha256'];
   if (claimed !== undefined && claimed !== bodyHash) return fail(403, 'InvalidSignatureException', MSG_MISMATCH, 'payload_hash_mismatch');
@@ -125,7 +126,7 @@ export async function verifyRequest(req, body, cfg, now = new Date()) {
     method: req.method,
     protocol: 'http:',
     hostname: String(req.headers.host ?? '').replace(/:\d+$/, ''),
-    path: q >= 0 ? raw.slice(0, q) : raw, // still percent-encoded: the signer encodes it again (§6)
+    path: q >= 0 ? raw.slice(0, q) : raw, // still percent-encoded: the signer encodes it again (docs/protocols/bedrock.md "Endpoints and SigV4 signing")
     query: queryObject(q >= 0 ? raw.slice(q + 1) : ''),
     headers,
     body: body.length ? body : undefined,
@@ -137,8 +138,9 @@ export async function verifyRequest(req, body, cfg, now = new Date()) {
     sha256: Sha256,
     uriEscapePath: true,
     // Not the signer's default: with applyChecksum the signer would ADD x-amz-content-sha256 to the canonical
-    // headers when the client did not send it, so clients that legitimately omit it (botocore, libcurl; §6)
-    // could never verify. A client that sent and signed it is covered because it is in `headers`.
+    // headers when the client did not send it, so clients that legitimately omit it (botocore, libcurl;
+    // docs/protocols/bedrock.md "Endpoints and SigV4 signing") could never verify. A client that sent and
+    // signed it is covered because it is in `headers`.
     applyChecksum: false,
   });
   let expected;

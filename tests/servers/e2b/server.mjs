@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// A local server that speaks the E2B wire protocol (the E2B wire-protocol notes, e2b.md, cited as §N):
-// the control plane (§1) on one port, and the sandbox surface — envd (§3, §4) and the code interpreter
-// (§5) — on another, dispatched on the E2b-Sandbox-Port header as §6 recommends. Commands and Python
+// A local server that speaks the E2B wire protocol of docs/protocols/e2b.md: the control plane
+// ("Control plane") on one port, and the sandbox surface — envd ("envd health and files",
+// "Connect calls and their JSON") and the code interpreter ("Code-interpreter requests") — on another,
+// dispatched on the E2b-Sandbox-Port header ("Surfaces and ports", "SDK endpoint settings"). Commands and Python
 // run for real on this machine, each sandbox inside its own temporary directory. Fault directives let
 // tests provoke every transport failure deterministically. See README.md next to this file.
 //
@@ -32,11 +33,11 @@ const BENCH = argv.includes('--bench');
 const keyIdx = argv.indexOf('--api-key');
 const API_KEY = keyIdx >= 0 ? argv[keyIdx + 1] : (process.env.E2B_TEST_API_KEY || 'e2b_' + '0'.repeat(40));
 
-const ENVD_PORT = 49983; // §2, §3
-const JUPYTER_PORT = 49999; // §5
-const ENVD_VERSION = '0.6.13'; // §4.4
-const CLIENT_ID = '6532622b'; // §1 (deprecated constant)
-const MAX_TIMEOUT_S = 24 * 3600; // §1.3 "Timeout cannot be greater than 24 hours" (Pro)
+const ENVD_PORT = 49983; // docs/protocols/e2b.md "Surfaces and ports"
+const JUPYTER_PORT = 49999; // docs/protocols/e2b.md "Surfaces and ports"
+const ENVD_VERSION = '0.6.13'; // docs/protocols/e2b.md "Control plane": a current 0.6.x, so the SDK sends current requests
+const CLIENT_ID = '6532622b'; // docs/protocols/e2b.md "Control plane": clientID, deprecated but required
+const MAX_TIMEOUT_S = 24 * 3600; // docs/protocols/e2b.md "Control plane": the 24 h plan cap, "Timeout cannot be greater than 24 hours"
 const TEMPLATES = {
   // alias -> template ID (IDs are opaque 20-char strings, as on the real API)
   'code-interpreter-v1': 'nlhz8vlwyupq845jsdg9',
@@ -54,7 +55,7 @@ function log(...args) {
 // ------------------------------------------------------------------------------------------ state
 
 const sandboxes = new Map(); // id -> Sandbox (alive only)
-const goneIds = new Set(); // ids that existed and were killed or expired (§2: they answer 502)
+const goneIds = new Set(); // ids that existed and were killed or expired (they answer 502: docs/protocols/e2b.md "Reaching a sandbox")
 let faults = []; // active fault directives, in match order
 let requestLog = [];
 let requestSeq = 0;
@@ -75,7 +76,7 @@ function sendRaw(res, status, headers, body) {
   res.end(buf);
 }
 
-// Control-plane and envd REST errors: {"code": <int>, "message": "..."} (§1, §3.2).
+// Control-plane and envd REST errors: {"code": <int>, "message": "..."} (docs/protocols/e2b.md "Control plane", "envd health and files").
 function apiError(status, message) {
   return { status, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ code: status, message }) };
 }
@@ -88,7 +89,7 @@ function envdError(status, message) {
   };
 }
 
-// §2: what the proxy answers for an unknown, expired or killed sandbox.
+// What the proxy answers for an unknown, expired or killed sandbox (docs/protocols/e2b.md "Reaching a sandbox").
 function sandboxNotFound(id) {
   return {
     status: 502,
@@ -97,7 +98,7 @@ function sandboxNotFound(id) {
   };
 }
 
-// §4.1: connect-go status per error code, for unary RPC errors.
+// connect-go status per error code, for unary RPC errors (docs/protocols/e2b.md "Connect calls and their JSON").
 const CONNECT_STATUS = {
   canceled: 499, unknown: 500, invalid_argument: 400, deadline_exceeded: 504, not_found: 404,
   already_exists: 409, permission_denied: 403, resource_exhausted: 429, failed_precondition: 400,
@@ -460,7 +461,7 @@ function killGroup(child) {
   }
 }
 
-// Sandbox path resolution (§3.2): "~" and relative paths are relative to the user's home.
+// Sandbox path resolution (docs/protocols/e2b.md "envd health and files"): "~" and relative paths are relative to the user's home.
 function resolveSandboxPath(p, user = 'user') {
   const home = user === 'root' ? '/root' : '/home/user';
   if (p === undefined || p === null || p === '') p = home;
@@ -495,7 +496,7 @@ function hostPath(sb, sp) {
 }
 
 function userFrom(req, query) {
-  // REST: ?username= ; RPC: Authorization: Basic base64("<user>:") (§3.1).
+  // REST: ?username= ; RPC: Authorization: Basic base64("<user>:") (docs/protocols/e2b.md "Reaching a sandbox").
   let user = query ? query.get('username') : null;
   const auth = req.headers.authorization;
   if (!user && auth && auth.startsWith('Basic ')) {
@@ -509,7 +510,7 @@ function userFrom(req, query) {
 // ------------------------------------------------------------------------------------------ control plane
 
 function sandboxJson(sb) {
-  // §1.2 Sandbox (create/connect response)
+  // Sandbox, the create/connect answer (docs/protocols/e2b.md "Control plane")
   return {
     templateID: sb.templateID,
     sandboxID: sb.id,
@@ -523,7 +524,7 @@ function sandboxJson(sb) {
 }
 
 function listedJson(sb) {
-  // §1.2 ListedSandbox
+  // ListedSandbox (docs/protocols/e2b.md "Listing sandboxes by metadata")
   return {
     templateID: sb.templateID,
     alias: sb.alias,
@@ -541,7 +542,7 @@ function listedJson(sb) {
 }
 
 function detailJson(sb) {
-  // §1.2 SandboxDetail
+  // SandboxDetail, the GET /sandboxes/{id} answer (docs/protocols/e2b.md "Control plane")
   return {
     ...listedJson(sb),
     envdAccessToken: sb.accessToken,
@@ -551,8 +552,8 @@ function detailJson(sb) {
   };
 }
 
-// §1.2: the JS SDK sends metadata as one query parameter holding "k1=v1&k2=v2", each key and value
-// URL-encoded before the whole string is encoded again.
+// docs/protocols/e2b.md "Listing sandboxes by metadata": the JS SDK sends metadata as one query parameter holding
+// "k1=v1&k2=v2", each key and value URL-encoded before the whole string is encoded again.
 function parseMetadataFilter(raw) {
   const out = {};
   for (const [k, v] of new URLSearchParams(raw)) {
@@ -592,7 +593,7 @@ function handleCreate(body, v2) {
     if (!byId) return apiError(404, `template '${req.templateID}' not found`);
     [alias, templateID] = byId;
   }
-  // §1.1: v2 defaults to 300 s, v1 to 15 s; a non-positive timeout is refused.
+  // docs/protocols/e2b.md "Control plane": v2 defaults to 300 s, v1 to 15 s; a non-positive timeout is refused.
   let timeoutS = req.timeout === undefined || req.timeout === null ? (v2 ? 300 : 15) : req.timeout;
   if (!Number.isInteger(timeoutS)) return apiError(400, 'Error when parsing request: timeout must be an integer');
   if (timeoutS <= 0) return apiError(400, 'Timeout must be greater than 0');
@@ -672,7 +673,7 @@ function handleApi(req, url, body) {
     if (t.timeout > MAX_TIMEOUT_S) return apiError(400, 'Timeout cannot be greater than 24 hours');
     const sb = sandboxes.get(mm[1]);
     if (!sb) return notFoundSandbox(mm[1]);
-    // §1.1: each call overwrites the lease: now + timeout (it may shorten it).
+    // docs/protocols/e2b.md "Control plane": each call overwrites the lease: now + timeout (it may shorten it).
     sb.endAt = new Date(Date.now() + t.timeout * 1000);
     sb.armTimer();
     return { status: 204, headers: {}, body: '' };
@@ -692,7 +693,7 @@ function handleApi(req, url, body) {
     if (!Number.isInteger(timeoutS) || timeoutS < 0) return apiError(400, 'Error when parsing request: timeout must be a non-negative integer');
     const sb = sandboxes.get(mm[2]);
     if (!sb) return notFoundSandbox(mm[2]);
-    // §1.1: connect only extends the lease.
+    // docs/protocols/e2b.md "Control plane": connect only extends the lease.
     const want = Date.now() + timeoutS * 1000;
     if (want > sb.endAt.getTime()) {
       sb.endAt = new Date(want);
@@ -743,7 +744,7 @@ const EXT_TYPES = { '.txt': 'text/plain; charset=utf-8', '.json': 'application/j
   '.html': 'text/html; charset=utf-8', '.png': 'image/png', '.jpg': 'image/jpeg', '.py': 'text/x-python; charset=utf-8' };
 
 function checkFilesAuth(sb, req, url, op) {
-  // §3.1: /files takes the X-Access-Token header or a URL signature.
+  // docs/protocols/e2b.md "Reaching a sandbox": /files takes the X-Access-Token header or a URL signature.
   const token = req.headers['x-access-token'];
   if (token !== undefined) {
     return token === sb.accessToken ? null : envdError(401, 'access token present in header but does not match');
@@ -857,7 +858,7 @@ function handleFilesPost(sb, req, url, body) {
   } catch (e) {
     return envdError(400, e.message);
   }
-  // §3.2: 200 with one EntryInfo-like object per written file.
+  // docs/protocols/e2b.md "envd health and files": 200 with one EntryInfo-like object per written file.
   return {
     status: 200,
     headers: { 'Content-Type': 'application/json' },
@@ -868,7 +869,8 @@ function handleFilesPost(sb, req, url, body) {
 // ------------------------------------------------------------------------------------------ envd: RPC
 
 function entryInfo(sb, sp) {
-  // §4.3 EntryInfo in protojson form: defaults omitted, int64 as a string, enums by name.
+  // EntryInfo (docs/protocols/e2b.md "filesystem.Filesystem") in protojson form ("Connect calls and their
+  // JSON"): defaults omitted, int64 as a string, enums by name.
   const hp = hostPath(sb, sp);
   let lst;
   try {
@@ -1011,12 +1013,12 @@ function processRpc(sb, method, msg) {
   }
 }
 
-// Go's ProcessState.String() for a signal (§4.2 "signal: killed").
+// Go's ProcessState.String() for a signal (docs/protocols/e2b.md "process.Process/Start": "signal: killed").
 const SIGNAL_TEXT = { SIGKILL: 'killed', SIGTERM: 'terminated', SIGINT: 'interrupt', SIGHUP: 'hangup',
   SIGSEGV: 'segmentation fault', SIGABRT: 'aborted', SIGPIPE: 'broken pipe', SIGQUIT: 'quit', SIGUSR1: 'user defined signal 1',
   SIGUSR2: 'user defined signal 2', SIGALRM: 'alarm clock', SIGBUS: 'bus error', SIGFPE: 'floating point exception' };
 
-// process.Process/Start (§4.2): a real process, streamed as Connect envelopes.
+// process.Process/Start (docs/protocols/e2b.md "process.Process/Start"): a real process, streamed as Connect envelopes.
 function processStart(sb, req, msg, out, user) {
   const ev = (event) => envelope(0, JSON.stringify({ event }));
   const endStream = (error) => envelope(2, JSON.stringify(error ? { error } : {}));
@@ -1077,7 +1079,8 @@ function processStart(sb, req, msg, out, user) {
     const timeoutMs = Number(req.headers['connect-timeout-ms']);
     // Node fires a timer longer than 2^31-1 ms at once; a deadline that far away is never reached by a test.
     if (timeoutMs > 0 && timeoutMs <= 0x7fffffff) {
-      // §4.2: the deadline applies to the process: kill it and end the stream with deadline_exceeded.
+      // docs/protocols/e2b.md "process.Process/Start": the deadline applies to the process: kill it and end the stream
+      // with deadline_exceeded.
       deadlineTimer = setTimeout(() => {
         if (finished) return;
         close();
@@ -1098,7 +1101,8 @@ function processStart(sb, req, msg, out, user) {
     sb.processes.delete(child.pid);
     if (finished) return;
     close();
-    // §4.2 end event, protojson: exitCode omitted when 0, exited omitted when false.
+    // The end event (docs/protocols/e2b.md "process.Process/Start"), protojson: exitCode omitted when 0, exited omitted
+    // when false.
     const end = {};
     if (signal) {
       end.exitCode = -1;
@@ -1126,7 +1130,7 @@ class Context {
     this.cwd = cwd;
     this.kernel = null;
     this.count = 0;
-    this.queue = Promise.resolve(); // executions within one context are serialized (§5.1)
+    this.queue = Promise.resolve(); // executions within one context are serialized (docs/protocols/e2b.md "Code-interpreter requests")
   }
 
   json() {
@@ -1236,7 +1240,7 @@ class StreamScanner {
   }
 }
 
-// One /execute run inside a context's kernel (§5.2 stream).
+// One /execute run inside a context's kernel (docs/protocols/e2b.md "The /execute stream").
 class Execution {
   constructor(ctx, kernel, out, sync) {
     this.ctx = ctx;
@@ -1261,7 +1265,7 @@ class Execution {
   armKeepalive() {
     if (this.keepTimer) clearTimeout(this.keepTimer);
     if (this.done) return;
-    // §5.2/§7: {"type": "keepalive"} after every 5 s without output.
+    // docs/protocols/e2b.md "The /execute stream": {"type": "keepalive"} after every 5 s without output.
     this.keepTimer = setTimeout(() => this.line({ type: 'keepalive' }), 5000);
   }
 
@@ -1312,7 +1316,8 @@ class Execution {
 
   apply(msg) {
     if (msg.t === 'result') {
-      // §5.2 result line: MIME fields, then "extra" (always present) and "is_main_result".
+      // The result line (docs/protocols/e2b.md "Fields of the /execute events"): MIME fields, then "extra"
+      // (always present) and "is_main_result".
       this.line({ type: 'result', ...msg.data, extra: {}, is_main_result: Boolean(msg.main) });
     } else if (msg.t === 'error') {
       if (this.errorSent) return; // at most one per execution
@@ -1353,7 +1358,7 @@ function handleExecute(sb, req, body, out) {
   try {
     msg = parseJsonBody(body);
   } catch (e) {
-    // FastAPI's validation error shape (§5.1: 422)
+    // FastAPI's validation error shape, a 422 (docs/protocols/e2b.md "Code-interpreter requests")
     return out.send({ status: 422, headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ detail: [{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: e.message } }] }) });
   }
@@ -1380,8 +1385,9 @@ function handleExecute(sb, req, body, out) {
   out.begin(200, {});
   let execution = null;
   out.res.on('close', () => {
-    // §5.1: a client that disconnects mid-execution gets the kernel interrupted (SIGINT → KeyboardInterrupt)
-    // so the next execution is not blocked. A connection cut by a directive is not a client disconnect.
+    // docs/protocols/e2b.md "Code-interpreter requests": a client that disconnects mid-execution gets the kernel
+    // interrupted (SIGINT → KeyboardInterrupt) so the next execution is not blocked. A connection cut by a
+    // directive is not a client disconnect.
     if (!out.faultKilled && execution && !execution.done && execution.kernel.child.pid) {
       try {
         process.kill(execution.kernel.child.pid, 'SIGINT');
@@ -1465,7 +1471,7 @@ function handleInterpreter(sb, req, url, body, out) {
 function handleEnvd(sb, req, url, body, out) {
   const p = url.pathname;
   const m = req.method;
-  // §3.1: every path except GET /health and /files (own rules) needs the access token.
+  // docs/protocols/e2b.md "Reaching a sandbox": every path except GET /health and /files (own rules) needs the access token.
   const openPath = (p === '/health' && m === 'GET') || p === '/files';
   if (!openPath && req.headers['x-access-token'] !== sb.accessToken) {
     return out.send(envdError(401, 'unauthorized access, please provide a valid access token or method signing if supported'));
@@ -1535,7 +1541,8 @@ async function apiRequest(req, res) {
   }
   if (await preFault(fault, req, res, entry, null, 'api')) return;
   const out = new Out(req, res, fault, entry, null);
-  // §1: X-API-Key must match (the JS SDK spells it X-API-KEY; header names are case-insensitive).
+  // docs/protocols/e2b.md "Control plane": X-API-Key must match (the JS SDK spells it X-API-KEY; header names are
+  // case-insensitive).
   if (req.headers['x-api-key'] !== API_KEY) {
     return out.send(apiError(401, 'Invalid API key, please visit https://e2b.dev/docs/api-key for more information.'));
   }
@@ -1606,7 +1613,7 @@ async function sandboxRequest(req, res) {
     if (tooLarge) sendRaw(res, 413, { 'Content-Type': 'application/json', Connection: 'close' }, JSON.stringify({ code: 413, message: 'Request body too large' }));
     return;
   }
-  // §2: the proxy needs both routing headers.
+  // docs/protocols/e2b.md "Reaching a sandbox": the proxy needs both routing headers.
   if (id === undefined || portRaw === undefined) {
     const missing = id === undefined ? 'E2b-Sandbox-Id' : 'E2b-Sandbox-Port';
     entry.status = 400;
@@ -1638,7 +1645,7 @@ async function sandboxRequest(req, res) {
 
 // ------------------------------------------------------------------------------------------ bench mode
 
-// A typical small execution (§5.2), built once: the bench measures the client, not this server.
+// A typical small execution (docs/protocols/e2b.md "Fields of the /execute events"), built once: the bench measures the client, not this server.
 const BENCH_EXECUTE = Buffer.from([
   pyDumps({ type: 'number_of_executions', execution_count: 1 }),
   pyDumps({ type: 'stdout', text: 'x\n', timestamp: '2026-01-01T00:00:00.000000+00:00' }),
@@ -1698,7 +1705,7 @@ const sandboxServer = http.createServer((req, res) => {
   });
 });
 for (const s of [apiServer, sandboxServer]) {
-  s.keepAliveTimeout = 640_000; // §3: envd idle timeout 640 s
+  s.keepAliveTimeout = 640_000; // docs/protocols/e2b.md "Surfaces and ports": envd idle timeout 640 s
   s.headersTimeout = 0;
   s.requestTimeout = 0; // streams and stalls may last long
   s.on('clientError', (err, socket) => socket.destroy());

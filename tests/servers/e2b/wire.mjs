@@ -1,5 +1,5 @@
 // Small wire-format helpers shared by the local E2B server: Python-style JSON for the /execute stream,
-// Connect envelopes, protojson timestamps, multipart parsing. Each cites the e2b.md section it follows.
+// Connect envelopes, protojson timestamps, multipart parsing. Each cites the docs/protocols/e2b.md section it follows.
 
 // docs/protocols/e2b.md "Fields of the /execute events": the code interpreter writes each line with Python's json.dumps defaults: ", " and ": "
 // separators and ensure_ascii=True (every non-ASCII UTF-16 unit escaped as \uXXXX, lowercase hex).
