@@ -73,13 +73,17 @@ inline int untrusted_exit_code(const nlohmann::json& value) {
 }
 
 /// Replaces every occurrence of each non-empty secret in `text` with "[redacted]". Run it before any cut, so no
-/// piece of a secret survives.
-inline void redact(std::string& text, std::initializer_list<std::string_view> secrets) {
-  for (const auto secret : secrets) {
+/// piece of a secret survives. `secrets`: any range of strings (or string views).
+template <typename Secrets>
+void redact(std::string& text, const Secrets& secrets) {
+  for (const std::string_view secret : secrets) {
     if (secret.empty()) continue;
     for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at))
       text.replace(at, secret.size(), "[redacted]");
   }
+}
+inline void redact(std::string& text, std::initializer_list<std::string_view> secrets) {
+  redact<std::initializer_list<std::string_view>>(text, secrets);
 }
 
 }  // namespace code_interpreter::detail

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "code_interpreter/logging.hpp"
+#include "core/untrusted.hpp"
 #include "http/http_client.hpp"
 #include "http/outcome.hpp"
 #include "http/retry.hpp"
@@ -15,8 +16,6 @@ namespace {
 
 // A service's error text is untrusted and may be long; a bounded excerpt is enough to act on.
 constexpr std::size_t kMaxServiceMessage = 500;
-// Deeper JSON in a reply is hostile (see post_json).
-constexpr int kMaxNesting = 1000;
 
 template <typename Cause>
 [[noreturn]] void throw_lm_error(std::string message, Stage stage, ErrorKind kind, Cause cause) {
@@ -30,17 +29,14 @@ template <typename Cause>
 // The service's own explanation: `error.message` in both the OpenAI and the Anthropic error shapes.
 std::string service_message(const http::Exchange& exchange, const std::vector<std::string>& secrets) {
   std::string message;
-  try {
-    const auto body = nlohmann::json::parse(exchange.response.body);
-    if (body.is_object() && body.contains("error")) {
-      const auto& error = body["error"];
-      if (error.is_object() && error.contains("message") && error["message"].is_string()) {
-        message = error["message"].get<std::string>();
-      } else if (error.is_string()) {
-        message = error.get<std::string>();
-      }
+  const auto body = detail::parse_untrusted_json(exchange.response.body);
+  if (body.is_object() && body.contains("error")) {
+    const auto& error = body["error"];
+    if (error.is_object() && error.contains("message") && error["message"].is_string()) {
+      message = error["message"].get<std::string>();
+    } else if (error.is_string()) {
+      message = error.get<std::string>();
     }
-  } catch (const nlohmann::json::exception&) {
   }
   // Redact before cutting: a cut through an echoed key would leave its first bytes where scrub cannot see them.
   message = scrub(std::move(message), secrets);
@@ -55,12 +51,7 @@ std::string service_message(const http::Exchange& exchange, const std::vector<st
 }  // namespace
 
 std::string scrub(std::string text, const std::vector<std::string>& secrets) {
-  for (const auto& secret : secrets) {
-    if (secret.empty()) continue;
-    for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
-      text.replace(at, secret.size(), "[redacted]");
-    }
-  }
+  detail::redact(text, secrets);
   return text;
 }
 
@@ -126,20 +117,12 @@ nlohmann::json post_json(const LMHttpCall& call, std::stop_token cancel) {
   const http::Exchange exchange = http::perform_with_retries(http::HttpClient::shared(), request, policy, hooks,
                                                              &attempts);
   if (exchange.success()) {
-    // Parsing is iterative but serializing (dump) recurses once per level, and tool arguments sent as a JSON value
-    // are serialized back to text: a hostile depth would overflow the stack there. No real reply nests this deep.
-    bool too_deep = false;
-    const nlohmann::json::parser_callback_t depth_check = [&too_deep](int depth, nlohmann::json::parse_event_t what,
-                                                                      nlohmann::json&) {
-      if ((what == nlohmann::json::parse_event_t::object_start || what == nlohmann::json::parse_event_t::array_start) &&
-          depth >= kMaxNesting)
-        too_deep = true;
-      return !too_deep;
-    };
-    nlohmann::json body =
-        nlohmann::json::parse(exchange.response.body, depth_check, /*allow_exceptions=*/false);
-    if (too_deep) throw_malformed(call.operation, "the body is nested too deeply");
-    if (body.is_discarded() || !body.is_object()) throw_malformed(call.operation, "the body is not a JSON object");
+    // Tool arguments sent as a JSON value are serialized back to text, and dump() recurses once per level: a
+    // hostile depth is refused while parsing (detail::parse_untrusted_json), as every backend refuses it.
+    nlohmann::json body = detail::parse_untrusted_json(exchange.response.body);
+    if (body.is_discarded() || !body.is_object()) {
+      throw_malformed(call.operation, "the body is not a JSON object (or nests too deeply, or holds too many values)");
+    }
     return body;
   }
 
