@@ -74,8 +74,6 @@ class CODE_INTERPRETER_EXPORT BedrockAgentCoreSandbox final : public CodeInterpr
   /// @throws SandboxExecutionError (stage execute).
   [[nodiscard]] std::string session_status();
 
-  struct Impl;
-
  protected:
   ExecutionResult do_execute_code(std::string_view code, const ExecuteOptions& options) override;
   ExecutionResult do_execute_command(std::string_view command, const CommandOptions& options) override;
@@ -92,7 +90,8 @@ class CODE_INTERPRETER_EXPORT BedrockAgentCoreSandbox final : public CodeInterpr
   void do_terminate(Timeout timeout) override;
 
  private:
-  BedrockAgentCoreSandbox(std::unique_ptr<Impl> impl, Language language, std::vector<std::string> packages);
+  struct Impl;
+  explicit BedrockAgentCoreSandbox(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

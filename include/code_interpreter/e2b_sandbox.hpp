@@ -86,8 +86,6 @@ class CODE_INTERPRETER_EXPORT E2BSandbox final : public CodeInterpreterSandbox {
   void restart_context(std::string_view context_id);  ///< clears its state; @throws SandboxExecutionError
   void remove_context(std::string_view context_id);   ///< @throws SandboxExecutionError
 
-  struct Impl;
-
  protected:
   ExecutionResult do_execute_code(std::string_view code, const ExecuteOptions& options) override;
   ExecutionResult do_execute_command(std::string_view command, const CommandOptions& options) override;
@@ -104,7 +102,8 @@ class CODE_INTERPRETER_EXPORT E2BSandbox final : public CodeInterpreterSandbox {
   void do_terminate(Timeout timeout) override;
 
  private:
-  E2BSandbox(std::unique_ptr<Impl> impl, Language language, std::vector<std::string> packages);
+  struct Impl;
+  explicit E2BSandbox(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -57,9 +57,8 @@ class CODE_INTERPRETER_EXPORT OpenAIChatInvoker final : public LMInvoker {
   [[nodiscard]] LMResponse invoke(std::span<const ChatMessage> messages, std::span<const ToolDefinition> tools,
                                   std::stop_token cancel = {}) override;
 
-  struct Impl;
-
  private:
+  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

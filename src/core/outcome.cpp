@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "code_interpreter/logging.hpp"
+
 namespace code_interpreter::detail {
 
 ExecutionResult never_ran(std::string code, std::string error, std::optional<FailureDetail> failure,
@@ -38,6 +40,25 @@ SandboxStartError install_packages_error(const ExecutionResult& result, const st
   if (detail.size() > 2000) detail = detail.substr(detail.size() - 2000);
   return SandboxStartError(fmt::format("installing additional_packages failed ({}): {}", to_string(result.status), detail),
                            Stage::kInstallPackages, ErrorKind::kInternal);
+}
+
+void mark_callback_threw(ExecutionResult& r) {
+  r.status = ExecutionStatus::kUnknown;
+  r.exit_code = -1;
+  r.timeout_kind.reset();
+  r.failure = FailureDetail{"callback.exception", false};
+  r.error = "an output callback threw; the call was cancelled";
+}
+
+void terminate_on_destruction(const std::function<void()>& terminate, std::string_view backend, std::string_view noun,
+                              std::string_view id, std::string_view verb) noexcept {
+  try {
+    terminate();
+  } catch (const std::exception& e) {
+    logger()->warn("{}: {} {} could not be {} on destruction: {}", backend, noun, id, verb, e.what());
+  } catch (...) {
+    logger()->warn("{}: {} {} could not be {} on destruction", backend, noun, id, verb);
+  }
 }
 
 }  // namespace code_interpreter::detail

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -29,5 +30,15 @@ void mark_sandbox_lost(ExecutionResult& r, std::string error);
 /// message), else kInternal with the installer's last 2000 bytes of stderr (or the result's error).
 SandboxStartError install_packages_error(const ExecutionResult& result, const std::stop_token& cancel,
                                          std::chrono::milliseconds budget);
+
+/// Relabels `r` as a call cancelled because an output callback threw (docs/errors.md "FailureDetail"): kUnknown, exit
+/// code -1, no timeout kind, {callback.exception, not retry_safe}. Output received before stays. The guard that
+/// catches the throw is detail::deliver_guarded (core/callback_guard.hpp).
+void mark_callback_threw(ExecutionResult& r);
+
+/// What a backend's destructor does for a sandbox the caller did not terminate: `terminate()` (no timeout), and a
+/// warning instead of an exception when it fails — "<backend>: <noun> <id> could not be <verb> on destruction".
+void terminate_on_destruction(const std::function<void()>& terminate, std::string_view backend, std::string_view noun,
+                              std::string_view id, std::string_view verb) noexcept;
 
 }  // namespace code_interpreter::detail

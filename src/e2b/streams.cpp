@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base64.hpp"
+#include "core/callback_guard.hpp"
 #include "core/untrusted.hpp"
 
 namespace code_interpreter::e2b {
@@ -25,6 +26,23 @@ std::string as_text(const json& value) { return value.is_string() ? value.get<st
 const std::string* string_field(const json& object, const char* name) {
   const auto it = object.find(name);
   return it != object.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
+}
+
+constexpr const char* kCallbackThrew = "an output callback threw";
+
+// The one handler for what a stream's event throws: a nlohmann::json::exception is a malformed event; anything else
+// came out of a caller's callback (core/callback_guard.hpp), so both streams stop calling back.
+template <typename Fail>
+bool fault_of_current_exception(detail::OutputStream& out, detail::OutputStream& err, Fail&& fail) {
+  try {
+    throw;
+  } catch (const nlohmann::json::exception&) {
+    return fail(StreamFault::kMalformed, "a malformed event");
+  } catch (...) {
+    out.silence();
+    err.silence();
+    return fail(StreamFault::kCallbackThrew, kCallbackThrew);
+  }
 }
 
 }  // namespace
@@ -76,14 +94,11 @@ bool ExecuteStream::finish() {
 }
 
 void ExecuteStream::finish_output() {
-  try {
-    out_.finish();
-    err_.finish();
-  } catch (...) {
-    out_.silence();
-    err_.silence();
-    fail(StreamFault::kCallbackThrew, "an output callback threw");
-  }
+  if (!detail::deliver_guarded([this] {
+        out_.finish();
+        err_.finish();
+      }, {&out_, &err_}))
+    fail(StreamFault::kCallbackThrew, kCallbackThrew);
 }
 
 bool ExecuteStream::on_line(std::string_view line) {
@@ -100,13 +115,9 @@ bool ExecuteStream::on_line(std::string_view line) {
     if (*type == "stdout" || *type == "stderr") {
       const std::string* text = string_field(event, "text");
       if (text == nullptr) return fail(StreamFault::kMalformed, "an output event without text");
-      try {
-        (*type == "stdout" ? out_ : err_).feed(*text);
-      } catch (...) {  // whatever the callback threw, a nlohmann::json::exception included, is the callback's
-        out_.silence();
-        err_.silence();
-        return fail(StreamFault::kCallbackThrew, "an output callback threw");
-      }
+      // Whatever the callback throws, a nlohmann::json::exception included, is the callback's.
+      if (!detail::deliver_guarded([&] { (*type == "stdout" ? out_ : err_).feed(*text); }, {&out_, &err_}))
+        return fail(StreamFault::kCallbackThrew, kCallbackThrew);
     } else if (*type == "result") {
       RichResult result;
       for (const auto& [key, mime] : kMimeKeys) {
@@ -144,12 +155,8 @@ bool ExecuteStream::on_line(std::string_view line) {
       end_ = true;
     }
     // number_of_executions, keepalive and unknown types carry nothing for the result.
-  } catch (const nlohmann::json::exception&) {
-    return fail(StreamFault::kMalformed, "a malformed event");
   } catch (...) {
-    out_.silence();
-    err_.silence();
-    return fail(StreamFault::kCallbackThrew, "an output callback threw");
+    return fault_of_current_exception(out_, err_, [this](StreamFault f, std::string d) { return fail(f, std::move(d)); });
   }
   return true;
 }
@@ -193,14 +200,11 @@ bool ProcessStream::feed(std::string_view bytes) {
 }
 
 void ProcessStream::finish() {
-  try {
-    out_.finish();
-    err_.finish();
-  } catch (...) {
-    out_.silence();
-    err_.silence();
-    fail(StreamFault::kCallbackThrew, "an output callback threw");
-  }
+  if (!detail::deliver_guarded([this] {
+        out_.finish();
+        err_.finish();
+      }, {&out_, &err_}))
+    fail(StreamFault::kCallbackThrew, kCallbackThrew);
 }
 
 bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
@@ -234,13 +238,9 @@ bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
         if (field == nullptr) continue;
         auto bytes = detail::base64_decode(*field);
         if (!bytes) return fail(StreamFault::kMalformed, "output that is not base64");
-        try {
-          (name[3] == 'o' ? out_ : err_).feed(*bytes);
-        } catch (...) {  // whatever the callback threw, a nlohmann::json::exception included, is the callback's
-          out_.silence();
-          err_.silence();
-          return fail(StreamFault::kCallbackThrew, "an output callback threw");
-        }
+        // Whatever the callback throws, a nlohmann::json::exception included, is the callback's.
+        if (!detail::deliver_guarded([&] { (name[3] == 'o' ? out_ : err_).feed(*bytes); }, {&out_, &err_}))
+          return fail(StreamFault::kCallbackThrew, kCallbackThrew);
       }
     } else if (const auto end = event.find("end"); end != event.end()) {
       End e;
@@ -252,12 +252,8 @@ bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
       end_ = std::move(e);
     }
     // keepalive and unknown events carry nothing.
-  } catch (const nlohmann::json::exception&) {
-    return fail(StreamFault::kMalformed, "a malformed event");
   } catch (...) {
-    out_.silence();
-    err_.silence();
-    return fail(StreamFault::kCallbackThrew, "an output callback threw");
+    return fault_of_current_exception(out_, err_, [this](StreamFault f, std::string d) { return fail(f, std::move(d)); });
   }
   return true;
 }

@@ -1,6 +1,5 @@
 #include "http/http_client.hpp"
 
-#include "core/digest.hpp"
 
 #include <curl/curl.h>
 
@@ -331,30 +330,20 @@ Exchange HttpClient::perform(const Request& request) {
   curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(easy, CURLOPT_XFERINFODATA, &transfer);
   curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
-  if (!request.aws_sigv4.empty()) {
-    curl_easy_setopt(easy, CURLOPT_AWS_SIGV4, request.aws_sigv4.c_str());
-    curl_easy_setopt(easy, CURLOPT_USERPWD, request.aws_credentials.c_str());
-  }
-  bool has_payload_hash = false;
+  if (request.sign) request.sign(easy);
 
   curl_slist* headers = nullptr;
   bool has_content_type = false;
   for (const auto& [name, value] : request.headers) {
     if (lower(name) == "content-type") has_content_type = true;
-    if (lower(name) == "x-amz-content-sha256") has_payload_hash = true;
     headers = curl_slist_append(headers, (name + ": " + value).c_str());
   }
   // No "Expect: 100-continue" round trip: the servers we talk to answer at once. libcurl 7.88's SigV4 signer
   // signs the removal directive "Expect:" as an empty header that is never sent, which breaks the signature; a
   // signed request instead keeps libcurl's Expect (bodies over 1 MiB, unsigned) and does not wait for the 100.
-  const bool signed_request = !request.aws_sigv4.empty();
+  const bool signed_request = static_cast<bool>(request.sign);
   if (signed_request) curl_easy_setopt(easy, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
   else headers = curl_slist_append(headers, "Expect:");
-  // libcurl 7.88 signs the hash of CURLOPT_POSTFIELDS, or of an empty body when the body comes through the read
-  // callback (lib/http_aws_sigv4.c) — which is how every body here is sent, so it would sign the wrong hash. It
-  // takes the payload hash from an x-amz-content-sha256 header when one is present, and signs that header too.
-  if (!request.aws_sigv4.empty() && !has_payload_hash && request.multipart.empty())
-    headers = curl_slist_append(headers, ("x-amz-content-sha256: " + detail::sha256_hex(request.body)).c_str());
 
   curl_mime* mime = nullptr;
   std::vector<std::unique_ptr<ViewReader>> readers;
@@ -454,6 +443,22 @@ Exchange HttpClient::perform(const Request& request) {
   if (mime) curl_mime_free(mime);
   pool_->give_back(std::move(handle));
   return exchange;
+}
+
+void stream_success_body(Request& request, std::string& error_body, std::function<bool(std::string_view)> feed,
+                         std::size_t max_error_body, int* status) {
+  auto seen = std::make_shared<int>(0);
+  request.on_headers = [seen, status](int s) {
+    *seen = s;
+    if (status != nullptr) *status = s;
+  };
+  request.on_body = [seen, &error_body, feed = std::move(feed), max_error_body](std::string_view piece) {
+    if (*seen != 200) {
+      error_body.append(piece.substr(0, max_error_body - std::min(max_error_body, error_body.size())));
+      return true;
+    }
+    return feed(piece);
+  };
 }
 
 std::string url_encode(std::string_view text) {

@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "http/idempotency.hpp"
+
 namespace code_interpreter::http {
 
 /// One part of a multipart/form-data body (RFC 7578). Exactly one of `data` / `file` is the content.
@@ -55,10 +57,14 @@ struct Request {
   std::function<void(int status)> on_headers;
   std::size_t max_body = std::size_t{16} << 20;  ///< cap for a collected body; over it → Failure::kTooLarge
   std::stop_token cancel;                         ///< a stop request aborts at once (Failure::kCancelled)
-  /// AWS SigV4 signing by libcurl (CURLOPT_AWS_SIGV4), e.g. "aws:amz:us-east-1:bedrock-agentcore", with
-  /// `aws_credentials` = "ACCESS_KEY_ID:SECRET". Empty: no signing.
-  std::string aws_sigv4;
-  std::string aws_credentials;
+  /// The operation of the idempotency table (idempotency.hpp) this request is for, stamped by for_operation(),
+  /// which also set `idempotent` from it; the retry loop reads it. Unset (the LM invokers, tests): `idempotent`
+  /// alone decides.
+  std::optional<Operation> operation;
+  /// Signing that only libcurl does, applied to its handle (`easy` is the CURL*) after the client's own options:
+  /// AWS SigV4 through CURLOPT_AWS_SIGV4, set by src/bedrock/sigv4.hpp. The hook must not log or keep what it
+  /// sets. A signed request gets no header the signer would sign wrongly (see perform()). Unset: unsigned.
+  std::function<void(void* easy)> sign;
 };
 
 /// What went wrong in the exchange, if anything. An HTTP error status is not a Failure: the exchange worked.
@@ -126,6 +132,12 @@ class HttpClient {
   struct Pool;
   std::unique_ptr<Pool> pool_;
 };
+
+/// Makes `request` a streamed call: the body of a 200 answer goes to `feed` as it arrives (its false aborts the
+/// transfer); the body of any other status is kept in `error_body`, at most `max_error_body` bytes of it, for the
+/// caller to read the refusal from. `status`, when given, receives each answer's status once its headers are in.
+void stream_success_body(Request& request, std::string& error_body, std::function<bool(std::string_view)> feed,
+                         std::size_t max_error_body, int* status = nullptr);
 
 /// Percent-encodes a URL component (RFC 3986 unreserved characters pass through).
 std::string url_encode(std::string_view text);

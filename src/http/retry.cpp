@@ -5,6 +5,7 @@
 #include <mutex>
 #include <optional>
 
+#include "http/idempotency.hpp"
 #include "http/outcome.hpp"
 
 namespace code_interpreter::http {
@@ -29,6 +30,15 @@ std::chrono::milliseconds backoff_delay(const RetryPolicy& policy, int attempt,
   return delay;
 }
 
+namespace {
+
+// The idempotency table's rule for the request's operation (idempotency.hpp), else the request's own flag.
+bool default_retryable(const Request& request, const Exchange& exchange) {
+  return request.operation ? may_resend(*request.operation, exchange) : is_transient(exchange, request.idempotent);
+}
+
+}  // namespace
+
 Exchange perform_with_retries(HttpClient& client, const Request& request, const RetryPolicy& policy,
                               const RetryHooks& hooks, int* attempts) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -42,7 +52,7 @@ Exchange perform_with_retries(HttpClient& client, const Request& request, const 
     if (attempts) *attempts = attempt;
     const bool failed = !exchange.success() || (hooks.refused && hooks.refused(exchange));
     const bool retryable =
-        failed && (hooks.retryable ? hooks.retryable(exchange) : is_transient(exchange, request.idempotent));
+        failed && (hooks.retryable ? hooks.retryable(exchange) : default_retryable(request, exchange));
     if (!retryable || attempt >= policy.max_attempts) return exchange;
     if (hooks.before_retry && !hooks.before_retry(exchange)) return exchange;
     if (!sleep(backoff_delay(policy, attempt, exchange.response.retry_after(), rng), request.cancel)) return exchange;

@@ -1,7 +1,7 @@
 // The one retry loop of the HTTP backends (docs/architecture.md "HTTP"): which exchanges are transient (outcome.hpp), a jittered capped backoff
-// that honours Retry-After, and the idempotency rule (a non-idempotent request is retried only when it provably
-// was not written, or when the caller's hook made a retry safe). The sleep is injectable so tests check the
-// backoff without sleeping.
+// that honours Retry-After, and the idempotency rule — the idempotency table's row for the request's operation
+// (idempotency.hpp), or for a request without one its own flag (a non-idempotent request is retried only when it
+// provably was not written). The sleep is injectable so tests check the backoff without sleeping.
 #pragma once
 
 #include <chrono>
@@ -32,7 +32,9 @@ std::chrono::milliseconds backoff_delay(const RetryPolicy& policy, int attempt,
                                         std::optional<std::chrono::seconds> retry_after, std::mt19937_64& rng);
 
 struct RetryHooks {
-  /// Whether this exchange may be tried again. Default: is_transient(exchange, request.idempotent).
+  /// Whether this exchange may be tried again. Default: the idempotency table's rule for Request::operation
+  /// (may_resend, idempotency.hpp), else is_transient(exchange, request.idempotent). Set only to narrow what the
+  /// table allows with what the answer's body says (AgentCore's in-stream refusals).
   std::function<bool(const Exchange&)> retryable;
   /// Called before each retry with the failed exchange (e.g. to clean up what a lost answer may have created).
   /// Returning false stops retrying and returns that exchange.

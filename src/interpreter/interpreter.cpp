@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "code_interpreter/logging.hpp"
+#include "core/defaults.hpp"
 #include "interpreter/links.hpp"
 #include "interpreter/prompt.hpp"
 #include "interpreter/tool_result.hpp"
@@ -49,8 +50,9 @@ LMInvoker::~LMInvoker() = default;
 namespace {
 
 constexpr const char* kToolName = "execute_code";
-// Every backend's execute_code default (docs/errors.md "Timeouts"); what the model is told when no budget is set.
-constexpr std::chrono::seconds kDefaultExecutionLimit{300};
+// Every backend's execute_code default (docs/errors.md "Timeouts", core/defaults.hpp); what the model is told when no
+// budget is set.
+constexpr auto kDefaultExecutionLimit = std::chrono::duration_cast<std::chrono::seconds>(detail::kDefaultExecuteTimeout);
 
 // One stop for the whole loop: the caller's stop_token, and the overall timeout through a watchdog thread.
 class LoopStop {

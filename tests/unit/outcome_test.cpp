@@ -8,6 +8,8 @@
 
 #include "core/deadline.hpp"
 #include "core/untrusted.hpp"
+#include "http/http_client.hpp"
+#include "http/idempotency.hpp"
 #include "http/outcome.hpp"
 
 using namespace code_interpreter;
@@ -112,4 +114,51 @@ TEST_CASE("Deadline::after: a budget the clock cannot reach is no bound, never a
   CHECK_FALSE(fallback.expired());
   CHECK(fallback.bound(milliseconds(0)) <= milliseconds(60'000));
   CHECK(fallback.bound(milliseconds(0)) > milliseconds(59'000));
+}
+
+TEST_CASE("the idempotency table: what runs code is sent once, reads are retried, a lost create only after cleanup",
+          "[outcome][idempotency]") {
+  using http::Operation;
+  const auto written_then_broke = [] {
+    http::Exchange e;
+    e.failure = http::Failure::kReceive;
+    e.request_written = true;
+    return e;
+  }();
+  const auto never_written = [] {
+    http::Exchange e;
+    e.failure = http::Failure::kConnect;
+    return e;
+  }();
+  for (const auto op : {Operation::kE2BExecute, Operation::kE2BCommand, Operation::kAgentCoreExecuteCode,
+                        Operation::kAgentCoreStartCommand, Operation::kAgentCoreWriteFiles,
+                        Operation::kAgentCoreRemoveFiles}) {
+    INFO(http::rule(op).name);
+    CHECK(http::rule(op).resend == http::Resend::kNever);
+    CHECK_FALSE(http::rewindable(op));
+    CHECK_FALSE(http::may_resend(op, never_written));
+    CHECK_FALSE(http::for_operation(op).idempotent);
+  }
+  for (const auto op : {Operation::kE2BHealth, Operation::kE2BDownloadTo, Operation::kAgentCoreGetSession,
+                        Operation::kAgentCoreStopTask}) {
+    INFO(http::rule(op).name);
+    CHECK(http::rewindable(op));
+    CHECK_FALSE(http::may_resend(op, never_written));
+  }
+  for (const auto op : {Operation::kE2BReadFile, Operation::kE2BConnect, Operation::kAgentCoreStart,
+                        Operation::kAgentCoreGetTask, Operation::kAgentCoreReadFiles, Operation::kAgentCoreMakeDir}) {
+    INFO(http::rule(op).name);
+    CHECK(http::for_operation(op).idempotent);
+    CHECK(http::may_resend(op, written_then_broke));
+    CHECK(http::may_resend(op, answered_with(503)));
+  }
+  // A second kernel if delivered twice: only what provably never left is tried again.
+  CHECK_FALSE(http::rewindable(Operation::kE2BCreateContext));
+  CHECK(http::may_resend(Operation::kE2BCreateContext, never_written));
+  CHECK_FALSE(http::may_resend(Operation::kE2BCreateContext, written_then_broke));
+  CHECK_FALSE(http::may_resend(Operation::kE2BCreateContext, answered_with(503)));
+  // E2B's create: never rewound by libcurl, but retried, because a lost attempt is cleaned up before the retry.
+  CHECK_FALSE(http::rewindable(Operation::kE2BCreate));
+  CHECK(http::may_resend(Operation::kE2BCreate, written_then_broke));
+  CHECK(http::for_operation(Operation::kE2BCreate).operation == Operation::kE2BCreate);
 }
