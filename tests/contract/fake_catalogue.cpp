@@ -132,6 +132,12 @@ FakeHarness::FakeHarness() {
   fixed(p::kExitVeryHuge, failed(1, "SystemExit", "1" + std::string(400, '0')));
   fixed(p::kOwnKeyboardInterrupt, failed(1, "KeyboardInterrupt", "mine"));
   fixed(p::kSurrogate, failed(1, "ValueError", "\\udcff"));
+  fixed(p::kOwnClass, failed(1, "CtError", "custom"));
+  fixed(p::kEmptyMessage, failed(1, "RuntimeError", ""));
+  fixed(p::kChained, failed(1, "KeyError", "'k'"));
+  auto warned = failed(1, "OSError", "disk");
+  warned.stderr_text = "warn\n";
+  fixed(p::kStderrThenRaise, warned);
   fixed(p::kSetX, ok({}));
   fixed(p::kPrintX, ok("42\n"));
   fixed(p::kStatement, ok({}));
@@ -172,6 +178,10 @@ FakeHarness::FakeHarness() {
   fixed(p::kMixed, ok("o1\no2\n", "e1\n"));
   fixed(p::kNoNewline, ok("no newline"));
   fixed(p::kBlankLines, ok("\n\nz\n"));
+  fixed(p::kNulInOutput, ok(std::string("a\0b\tc\n", 6)));
+  std::string thousand;
+  for (int i = 0; i < 1000; ++i) thousand += std::to_string(i) + "\n";
+  fixed(p::kThousandLines, ok(thousand));
 
   add(p::kBusy, until_stopped({}));
   add(p::kStartedThenBusy, until_stopped("started\n"));
@@ -236,7 +246,8 @@ ExecutionResult FakeHarness::dispatch(std::string_view code, const ci::ExecuteOp
       case Fault::kStall: return timed_out(ci::TimeoutKind::kExecution);
       case Fault::kSandboxGone: return never_ran("http.502", true);
       case Fault::kUploadRefused: return never_ran("http.507");
-      case Fault::kReadUnavailable: break;
+      case Fault::kReadUnavailable:
+      case Fault::kReadStall: break;
     }
   }
   const auto it = catalogue_.find(code);

@@ -121,3 +121,38 @@ CONTRACT_TRANSPORT_SCENARIO("a refused attachment upload is ERROR never ran retr
   h.clear_faults();
   CHECK_FALSE(fault_code_ran(h));
 }
+
+CONTRACT_SERVER_SCENARIO("a file read answered 503 throws a transient download error with the TransportError nested",
+                         "[transport][files]") {
+  TestType h;
+  h.sb().write_file("ct/a.txt", "a");
+  h.inject(Fault::kReadUnavailable);
+  try {
+    (void)h.sb().read_file("ct/a.txt");
+    FAIL("no error");
+  } catch (const ci::SandboxExecutionError& e) {
+    CHECK(e.stage() == ci::Stage::kDownload);
+    CHECK(e.kind() == ci::ErrorKind::kUnavailable);
+    CHECK(e.transient());
+    const auto* transport = ci::test::nested_transport(e);
+    REQUIRE(transport);
+    CHECK(transport->kind() == ci::TransportError::Kind::kHttpStatus);
+    CHECK(transport->http_status() == 503);
+  }
+  CHECK(h.sb().download_file("ct/a.txt") == std::nullopt);
+  h.clear_faults();
+  CHECK(h.sb().read_file("ct/a.txt") == "a");
+}
+
+CONTRACT_SERVER_SCENARIO("download_file that gets no answer within its timeout is nullopt", "[transport][files]") {
+  TestType h;
+  h.sb().write_file("ct/a.txt", "a");
+  h.inject(Fault::kReadStall);
+  HostDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(h.sb().download_file("ct/a.txt", std::chrono::milliseconds(500)) == std::nullopt);
+  CHECK_FALSE(h.sb().download_file_to("ct/a.txt", dir.path() / "a.txt", std::chrono::milliseconds(500)));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  CHECK(dir.names().empty());
+  h.clear_faults();
+}

@@ -265,3 +265,43 @@ CONTRACT_SCENARIO("the FileInfo size is what the sandbox reports for a larger fi
   CHECK(entries[0].size == 70000);
   CHECK(h.sb().read_file("ct_size/big.bin").size() == 70000);
 }
+
+CONTRACT_SCENARIO("a UTF-8 file name round trips", "[files]") {
+  TestType h;
+  h.sb().write_file("ct_utf8/caf\xc3\xa9.txt", "accent");
+  CHECK(h.sb().read_file("ct_utf8/caf\xc3\xa9.txt") == "accent");
+  const auto entries = sorted_listing(h.sb(), "ct_utf8");
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0].name == "caf\xc3\xa9.txt");
+}
+
+CONTRACT_SCENARIO("download_file_to replaces an existing destination", "[files]") {
+  TestType h;
+  HostDir dir;
+  {
+    std::ofstream out(dir.path() / "dest.txt", std::ios::binary);
+    out << "old content that is longer";
+  }
+  h.sb().write_file("ct/new.txt", "new");
+  CHECK(h.sb().download_file_to("ct/new.txt", dir.path() / "dest.txt"));
+  CHECK(dir.names() == std::vector<std::string>{"dest.txt"});
+  CHECK(dir.read("dest.txt") == "new");
+}
+
+CONTRACT_SCENARIO("download_file_to into a host directory that does not exist is false", "[files]") {
+  TestType h;
+  HostDir dir;
+  h.sb().write_file("ct/a.txt", "a");
+  CHECK_FALSE(h.sb().download_file_to("ct/a.txt", dir.path() / "no_such_dir" / "a.txt"));
+  CHECK(dir.names().empty());
+}
+
+CONTRACT_SCENARIO("a file over the default cap is not at issue: 1 MiB reads whole", "[files][caps]") {
+  TestType h;
+  std::string big;
+  for (int i = 0; i < (1 << 20); ++i) big.push_back(static_cast<char>(i * 7));
+  h.sb().write_file("ct/mib.bin", big);
+  CHECK(h.sb().read_file("ct/mib.bin") == big);
+  CHECK(h.sb().download_file("ct/mib.bin", std::nullopt, 1 << 20) == std::optional<std::string>(big));
+  CHECK(h.sb().download_file("ct/mib.bin", std::nullopt, (1 << 20) - 1) == std::nullopt);
+}

@@ -47,6 +47,7 @@ enum class Fault {
   kStatus201,          ///< a 2xx other than the 200 the stream comes with
   kUploadRefused,      ///< attachment uploads are refused with 507 (until clear_faults)
   kReadUnavailable,    ///< every file read answers 503 (until clear_faults)
+  kReadStall,          ///< every file read is never answered (until clear_faults)
 };
 
 class PyodideHarness {
@@ -114,6 +115,10 @@ class E2BHarness {
         server_.fault({{"surface", "envd"}, {"path", "/files"}, {"method", "GET"}, {"action", "status"},
                        {"status", 503}, {"count", -1}});
         break;
+      case Fault::kReadStall:
+        server_.fault({{"surface", "envd"}, {"path", "/files"}, {"method", "GET"}, {"action", "stall"},
+                       {"count", -1}});
+        break;
     }
   }
   void clear_faults() { server_.clear_faults(); }
@@ -163,6 +168,9 @@ class BedrockHarness {
       case Fault::kReadUnavailable:
         server_.fault({{"operation", "invoke"}, {"tool", "readFiles"}, {"action", "status"}, {"status", 503},
                        {"count", -1}});
+        break;
+      case Fault::kReadStall:
+        server_.fault({{"operation", "invoke"}, {"tool", "readFiles"}, {"action", "stall"}, {"count", -1}});
         break;
     }
   }
@@ -229,6 +237,9 @@ using contract::PyodideHarness;
 /// try): what the callbacks get past the cap, pieces of a line over 64 KiB, a throwing callback.
 #define CONTRACT_REAL_SCENARIO(name, tags) \
   TEMPLATE_TEST_CASE(name, "[contract]" tags, PyodideHarness, E2BHarness, BedrockHarness)
+/// A fault on a file read: FakeSandbox's reads cannot be scripted, so only the harnesses with a local server.
+#define CONTRACT_SERVER_SCENARIO(name, tags) \
+  TEMPLATE_TEST_CASE(name, "[contract][faults]" tags, E2BHarness, BedrockHarness)
 /// A scenario about a fault only a transport can have: run against the harnesses that can inject it.
 #define CONTRACT_TRANSPORT_SCENARIO(name, tags) \
   TEMPLATE_TEST_CASE(name, "[contract][faults]" tags, E2BHarness, BedrockHarness, FakeHarness)

@@ -221,3 +221,20 @@ CONTRACT_REAL_SCENARIO("a throwing stderr callback stops both callbacks", "[outp
   CHECK(err_calls == 1);
   CHECK(out_calls == 0);
 }
+
+CONTRACT_SCENARIO("NUL and tab characters in the output are kept", "[output]") {
+  TestType h;
+  check_success(h.exec(prog::kNulInOutput), prog::kNulInOutput, std::string("a\0b\tc\n", 6));
+}
+
+CONTRACT_SCENARIO("a thousand lines reach the callback one by one", "[output][callbacks]") {
+  TestType h;
+  Collected c;
+  std::string expected;
+  for (int i = 0; i < 1000; ++i) expected += std::to_string(i) + "\n";
+  check_success(h.exec(prog::kThousandLines, c.options()), prog::kThousandLines, expected);
+  REQUIRE(c.out.size() == 1000);
+  CHECK(c.out.front() == "0\n");
+  CHECK(c.out.back() == "999\n");
+  CHECK(Collected::joined(c.out) == expected);
+}

@@ -25,6 +25,12 @@ inline constexpr std::string_view kExitVeryHuge = "import sys\nsys.exit(10**400)
 inline constexpr std::string_view kOwnKeyboardInterrupt = "raise KeyboardInterrupt('mine')";
 inline constexpr std::string_view kSurrogate = "raise ValueError(b'\\xff'.decode('utf-8', 'surrogateescape'))";
 inline constexpr std::string_view kRaiseValue = "raise ValueError('bad value')";
+inline constexpr std::string_view kOwnClass = "class CtError(Exception):\n    pass\nraise CtError('custom')";
+inline constexpr std::string_view kEmptyMessage = "raise RuntimeError()";
+inline constexpr std::string_view kChained =
+    "try:\n    1/0\nexcept Exception as e:\n    raise KeyError('k') from e";
+inline constexpr std::string_view kStderrThenRaise =
+    "import sys\nprint('warn', file=sys.stderr, flush=True)\nraise OSError('disk')";
 inline constexpr std::string_view kSetX = "x = 41";
 inline constexpr std::string_view kPrintX = "print(x + 1)";
 inline constexpr std::string_view kStatement = "y = 1 + 1";
@@ -58,6 +64,8 @@ inline constexpr std::string_view kThreeErrLines =
     "import sys\nsys.stderr.write('one\\n')\nsys.stderr.write('two\\n')";
 inline constexpr std::string_view kMixed = "import sys\nprint('o1')\nprint('e1', file=sys.stderr)\nprint('o2')";
 inline constexpr std::string_view kNoNewline = "import sys\nsys.stdout.write('no newline')";
+inline constexpr std::string_view kNulInOutput = "print('a\\x00b\\tc')";
+inline constexpr std::string_view kThousandLines = "for i in range(1000):\n    print(i)";
 inline constexpr std::string_view kBlankLines = "print('')\nprint('')\nprint('z')";
 
 // ---- timeouts and cancellation ----

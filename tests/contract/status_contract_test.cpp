@@ -202,3 +202,62 @@ CONTRACT_SCENARIO("a call that sleeps briefly within a generous timeout succeeds
   REQUIRE(r.duration);
   CHECK(*r.duration >= std::chrono::milliseconds(100));
 }
+
+CONTRACT_SCENARIO("an exception of the code's own class keeps its class name", "[status][code_error]") {
+  TestType h;
+  check_code_failed(h.exec(prog::kOwnClass), 1, "CtError", "custom");
+}
+
+CONTRACT_SCENARIO("an exception without a message has an empty value", "[status][code_error]") {
+  TestType h;
+  check_code_failed(h.exec(prog::kEmptyMessage), 1, "RuntimeError", "");
+}
+
+CONTRACT_SCENARIO("a chained exception reports the one that ended the code", "[status][code_error]") {
+  TestType h;
+  check_code_failed(h.exec(prog::kChained), 1, "KeyError", "'k'");
+}
+
+CONTRACT_SCENARIO("stderr printed before an exception is kept", "[status][code_error]") {
+  TestType h;
+  const auto r = h.exec(prog::kStderrThenRaise);
+  check_code_failed(r, 1, "OSError", "disk");
+  CHECK(r.stdout_text.empty());
+  CHECK(r.stderr_text.rfind("warn\n", 0) == 0);
+}
+
+CONTRACT_SCENARIO("a command's output reaches the callbacks line by line", "[status][command][callbacks]") {
+  TestType h;
+  std::vector<std::string> out;
+  std::vector<std::string> err;
+  ci::CommandOptions options;
+  options.on_stdout = [&](std::string_view line) { out.emplace_back(line); };
+  options.on_stderr = [&](std::string_view line) { err.emplace_back(line); };
+  const std::string command = "printf 'a\\nb\\nc'; echo e >&2";
+  const auto r = h.command(command, options);
+  if (!h.sb().capabilities().shell_commands) {
+    check_local_refusal(r, command);
+    CHECK(out.empty());
+    return;
+  }
+  check_success(r, command, "a\nb\nc", "e\n");
+  CHECK(out == std::vector<std::string>{"a\n", "b\n", "c"});
+  CHECK(err == std::vector<std::string>{"e\n"});
+}
+
+CONTRACT_SCENARIO("a cancel requested before a command is ERROR cancelled or the refusal of a backend without a shell",
+                  "[status][command][cancel]") {
+  TestType h;
+  std::stop_source stop;
+  stop.request_stop();
+  ci::CommandOptions options;
+  options.cancel = stop.get_token();
+  const std::string command = "touch ct_command_ran";
+  const auto r = h.command(command, options);
+  if (!h.sb().capabilities().shell_commands) {
+    check_local_refusal(r, command);
+    return;
+  }
+  check_never_ran(r, "cancelled");
+  CHECK(h.sb().download_file("ct_command_ran") == std::nullopt);
+}

@@ -88,6 +88,16 @@ CONTRACT_SCENARIO("a cancel requested before the call is ERROR cancelled retry_s
   check_success(h.exec(prog::kCancelCheck), prog::kCancelCheck, "False\n");
 }
 
+CONTRACT_SCENARIO("after a cancelled call the next call runs normally", "[cancel]") {
+  TestType h;
+  std::stop_source stop;
+  stop.request_stop();
+  ci::ExecuteOptions options;
+  options.cancel = stop.get_token();
+  check_never_ran(h.exec(prog::kHi, options), "cancelled");
+  check_success(h.exec(prog::kHi), prog::kHi, "hi\n");
+}
+
 CONTRACT_SCENARIO("a stop_token that is never stopped changes nothing", "[cancel]") {
   TestType h;
   std::stop_source stop;
