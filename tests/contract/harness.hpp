@@ -74,14 +74,17 @@ class PyodideHarness {
   std::unique_ptr<ci::PyodideSandbox> sandbox_;
 };
 
-class E2BHarness {
+/// A backend behind a local protocol server: the server first (destroyed after the sandbox, it then checks that
+/// nothing is left alive), the sandbox created with the suite's output cap.
+template <class Server, class Sandbox>
+class ServerHarness {
  public:
   static constexpr bool kTransportFaults = true;
 
-  E2BHarness() {
+  ServerHarness() {
     auto options = server_.options();
     options.max_output_bytes = kOutputCap;
-    sandbox_ = ci::E2BSandbox::create(options);
+    sandbox_ = Sandbox::create(options);
   }
 
   ci::CodeInterpreterSandbox& sb() { return *sandbox_; }
@@ -91,12 +94,24 @@ class E2BHarness {
   ci::ExecutionResult command(std::string_view command, const ci::CommandOptions& options = {}) {
     return sandbox_->execute_command(command, options);
   }
+  void clear_faults() { server_.clear_faults(); }
 
+ protected:
+  Server server_;
+  std::unique_ptr<Sandbox> sandbox_;
+};
+
+class E2BHarness : public ServerHarness<ci::test::E2BServer, ci::E2BSandbox> {
+ public:
   void inject(Fault fault) {
     using nlohmann::json;
-    const json execute = {{"surface", "interpreter"}, {"path", "/execute"}};
     auto on_execute = [&](json directive) {
-      directive.update(execute);
+      directive["surface"] = "interpreter";
+      directive["path"] = "/execute";
+      server_.fault(directive);
+    };
+    auto on_files = [&](const char* method, json directive) {
+      directive.update({{"surface", "envd"}, {"path", "/files"}, {"method", method}, {"count", -1}});
       server_.fault(directive);
     };
     switch (fault) {
@@ -107,52 +122,23 @@ class E2BHarness {
       case Fault::kStall: on_execute({{"action", "stall"}}); break;
       case Fault::kSandboxGone: on_execute({{"action", "gone"}}); break;
       case Fault::kStatus201: on_execute({{"action", "status"}, {"status", 201}}); break;
-      case Fault::kUploadRefused:
-        server_.fault({{"surface", "envd"}, {"path", "/files"}, {"method", "POST"}, {"action", "status"},
-                       {"status", 507}, {"count", -1}});
-        break;
-      case Fault::kReadUnavailable:
-        server_.fault({{"surface", "envd"}, {"path", "/files"}, {"method", "GET"}, {"action", "status"},
-                       {"status", 503}, {"count", -1}});
-        break;
-      case Fault::kReadStall:
-        server_.fault({{"surface", "envd"}, {"path", "/files"}, {"method", "GET"}, {"action", "stall"},
-                       {"count", -1}});
-        break;
+      case Fault::kUploadRefused: on_files("POST", {{"action", "status"}, {"status", 507}}); break;
+      case Fault::kReadUnavailable: on_files("GET", {{"action", "status"}, {"status", 503}}); break;
+      case Fault::kReadStall: on_files("GET", {{"action", "stall"}}); break;
     }
   }
-  void clear_faults() { server_.clear_faults(); }
-
- private:
-  ci::test::E2BServer server_;  // declared first: destroyed after the sandbox, then checks nothing is left alive
-  std::unique_ptr<ci::E2BSandbox> sandbox_;
 };
 
-class BedrockHarness {
+class BedrockHarness : public ServerHarness<ci::test::BedrockServer, ci::BedrockAgentCoreSandbox> {
  public:
-  static constexpr bool kTransportFaults = true;
-
-  BedrockHarness() {
-    auto options = server_.options();
-    options.max_output_bytes = kOutputCap;
-    sandbox_ = ci::BedrockAgentCoreSandbox::create(options);
-  }
-
-  ci::CodeInterpreterSandbox& sb() { return *sandbox_; }
-  ci::ExecutionResult exec(std::string_view code, const ci::ExecuteOptions& options = {}) {
-    return sandbox_->execute_code(code, options);
-  }
-  ci::ExecutionResult command(std::string_view command, const ci::CommandOptions& options = {}) {
-    return sandbox_->execute_command(command, options);
-  }
-
   void inject(Fault fault) {
     using nlohmann::json;
-    auto on_execute = [&](json directive) {
+    auto on_tool = [&](const char* tool, json directive) {
       directive["operation"] = "invoke";
-      directive["tool"] = "executeCode";
+      directive["tool"] = tool;
       server_.fault(directive);
     };
+    auto on_execute = [&](json directive) { on_tool("executeCode", std::move(directive)); };
     switch (fault) {
       case Fault::kGateway502: on_execute({{"action", "gateway_after_run"}, {"status", 502}}); break;
       case Fault::kThrottled429: on_execute({{"action", "status"}, {"status", 429}}); break;
@@ -161,24 +147,13 @@ class BedrockHarness {
       case Fault::kStall: on_execute({{"action", "stall"}}); break;
       case Fault::kSandboxGone: on_execute({{"action", "expire_session"}}); break;
       case Fault::kStatus201: on_execute({{"action", "status"}, {"status", 201}}); break;
-      case Fault::kUploadRefused:
-        server_.fault({{"operation", "invoke"}, {"tool", "writeFiles"}, {"action", "status"}, {"status", 507},
-                       {"count", -1}});
-        break;
+      case Fault::kUploadRefused: on_tool("writeFiles", {{"action", "status"}, {"status", 507}, {"count", -1}}); break;
       case Fault::kReadUnavailable:
-        server_.fault({{"operation", "invoke"}, {"tool", "readFiles"}, {"action", "status"}, {"status", 503},
-                       {"count", -1}});
+        on_tool("readFiles", {{"action", "status"}, {"status", 503}, {"count", -1}});
         break;
-      case Fault::kReadStall:
-        server_.fault({{"operation", "invoke"}, {"tool", "readFiles"}, {"action", "stall"}, {"count", -1}});
-        break;
+      case Fault::kReadStall: on_tool("readFiles", {{"action", "stall"}, {"count", -1}}); break;
     }
   }
-  void clear_faults() { server_.clear_faults(); }
-
- private:
-  ci::test::BedrockServer server_;
-  std::unique_ptr<ci::BedrockAgentCoreSandbox> sandbox_;
 };
 
 /// FakeSandbox with a script: every program a scenario runs has its scripted answer in the catalogue

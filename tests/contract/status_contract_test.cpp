@@ -61,7 +61,7 @@ CONTRACT_SCENARIO("sys.exit(3) is ERROR exit code 3", "[status][exit]") {
   check_exited(h.exec(prog::kExit3), 3);
 }
 
-CONTRACT_SCENARIO("sys.exit(-1) is exit code -1 and still a code failure", "[status][exit]") {
+CONTRACT_SCENARIO("sys.exit(-1) is exit code -1 with no FailureDetail", "[status][exit]") {
   TestType h;
   check_exited(h.exec(prog::kExitMinus1), -1);
 }
