@@ -108,8 +108,6 @@ class CODE_INTERPRETER_EXPORT PyodideSandbox final : public CodeInterpreterSandb
   /// The layers that hold the current runtime process (after a respawn, the new one's). Thread-safe.
   [[nodiscard]] ConfinementReport confinement() const;
 
-  struct Impl;
-
  protected:
   ExecutionResult do_execute_code(std::string_view code, const ExecuteOptions& options) override;
   ExecutionResult do_execute_command(std::string_view command, const CommandOptions& options) override;
@@ -126,6 +124,7 @@ class CODE_INTERPRETER_EXPORT PyodideSandbox final : public CodeInterpreterSandb
   void do_terminate(Timeout timeout) override;
 
  private:
+  struct Impl;  // src/pyodide/sandbox_impl.hpp
   PyodideSandbox(std::unique_ptr<Impl> impl, Language language, std::vector<std::string> packages);
   std::unique_ptr<Impl> impl_;
 };

@@ -72,7 +72,7 @@ class Spawner {
   pid_t results_[kSlots] = {};
 };
 
-// After fork: tells the parent (through the stderr pipe, seen in death_description) which confinement step failed.
+// After fork: tells the parent (through the stderr pipe, seen in HostProcess::death_description) which confinement step failed.
 // Only write(2), no formatting library.
 [[noreturn]] void confinement_failed(int step, int error) noexcept {
   char msg[] = "code_interpreter: kernel confinement step 0 failed with errno 000\n";

@@ -53,4 +53,19 @@ class FrameDecoder {
   std::size_t offset_ = 0;
 };
 
+// Fields of a frame header. The header comes from the runtime and is hostile: a missing field or one of the wrong
+// type reads as the fallback, never as an exception (docs/architecture.md "What the library accepts").
+inline std::string field_string(const nlohmann::json& h, const char* key, std::string fallback = {}) {
+  const auto it = h.find(key);
+  return it != h.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+inline std::int64_t field_int(const nlohmann::json& h, const char* key, std::int64_t fallback = -1) {
+  const auto it = h.find(key);
+  return it != h.end() && it->is_number_integer() ? it->get<std::int64_t>() : fallback;
+}
+inline bool field_bool(const nlohmann::json& h, const char* key) {
+  const auto it = h.find(key);
+  return it != h.end() && it->is_boolean() && it->get<bool>();
+}
+
 }  // namespace code_interpreter::detail

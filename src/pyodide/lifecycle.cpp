@@ -1,0 +1,313 @@
+// PyodideSandbox's lifecycle: create (checking the options, resolving the wheels, building the kernel's
+// confinement and Deno's arguments, the snapshot, the first runtime), and terminate. Deno's flags and the
+// environment are docs/architecture.md "One Deno process per sandbox"; the confinement "The kernel's confinement of
+// the process" and docs/security.md "The two layers"; the errors create throws docs/errors.md "Stage".
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <random>
+#include <system_error>
+
+#include "code_interpreter/logging.hpp"
+#include "core/nested.hpp"
+#include "pyodide/outcome.hpp"
+#include "pyodide/sandbox_impl.hpp"
+#include "pyodide/snapshot.hpp"
+
+namespace code_interpreter {
+
+namespace fs = std::filesystem;
+using detail::throw_nested;
+
+namespace {
+
+constexpr auto kDefaultCreateTimeout = std::chrono::seconds(120);
+constexpr std::size_t kMinFrameBytes = detail::kFileChunk + (1u << 20);
+constexpr std::size_t kMinMemoryLimit = std::size_t{256} << 20;
+// RLIMIT_DATA while the runtime starts, above the cap: V8 reserves about 1.2 GiB of writable address space it does
+// not touch (code range, thread stacks, allocator arenas), and fails to start below that. Once it is ready the
+// limit is lowered to what it has mapped plus what the cap leaves (tighten_data_limit).
+constexpr std::uint64_t kStartupDataHeadroom = std::uint64_t{2} << 30;
+
+std::string random_id() {
+  std::random_device rd;
+  std::uniform_int_distribution<unsigned> byte(0, 255);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id = "pyodide-";
+  for (int i = 0; i < 8; ++i) {
+    const unsigned b = byte(rd);
+    id += kHex[b >> 4];
+    id += kHex[b & 15];
+  }
+  return id;
+}
+
+std::string normalize_distribution(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '-' || c == '.' || c == '_') {
+      out += '_';
+    } else {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
+bool valid_distribution_name(std::string_view name) {
+  if (name.empty()) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+// What the Deno process reads besides the runtime and the wheels, found by running it under Landlock: the dynamic
+// loader's cache, the C libraries Deno links (its DT_NEEDED entries; the pinned Deno loads nothing else), and
+// /dev/urandom (V8 seeds itself from it). Each library is looked up in the usual multiarch and lib64 folders;
+// the ones that do not exist on this system are skipped by Landlock's rule builder.
+std::vector<fs::path> system_readable() {
+  std::vector<fs::path> files = {"/etc/ld.so.cache", "/dev/urandom"};
+#if defined(__aarch64__)
+  const char* const dirs[] = {"/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64"};
+#else
+  const char* const dirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64"};
+#endif
+  for (const char* dir : dirs) {
+    for (const char* lib : {"libdl.so.2", "libgcc_s.so.1", "librt.so.1", "libpthread.so.0", "libm.so.6", "libc.so.6"}) {
+      files.push_back(fs::path(dir) / lib);
+    }
+  }
+  return files;
+}
+// The ELF interpreter, executed by the kernel on execve of Deno.
+std::vector<fs::path> system_executable() {
+#if defined(__aarch64__)
+  return {"/lib/ld-linux-aarch64.so.1"};
+#else
+  return {"/lib64/ld-linux-x86-64.so.2"};
+#endif
+}
+
+}  // namespace
+
+PyodideSandbox::PyodideSandbox(std::unique_ptr<Impl> impl, Language language, std::vector<std::string> packages)
+    : CodeInterpreterSandbox(language, std::move(packages)), impl_(std::move(impl)) {}
+
+fs::path PyodideSandbox::default_runtime_dir() { return detail::default_runtime_dir(); }
+
+std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
+  if (options.language != Language::kPython) {
+    throw SandboxStartError("the Pyodide sandbox runs only Python, not " + std::string(to_string(options.language)),
+                            Stage::kConfigure, ErrorKind::kUnsupported);
+  }
+  if (options.max_frame_bytes < kMinFrameBytes) {
+    throw SandboxStartError("max_frame_bytes must be at least " + std::to_string(kMinFrameBytes) +
+                                " bytes (a file chunk of 8 MiB plus its header)",
+                            Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  if (options.interrupt_grace.count() < 0) {
+    throw SandboxStartError("interrupt_grace must not be negative", Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  if (options.max_download_bytes == 0) {
+    throw SandboxStartError("max_download_bytes must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  if (options.max_output_bytes == 0) {
+    throw SandboxStartError("max_output_bytes must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  if (options.memory_limit_bytes < kMinMemoryLimit) {
+    throw SandboxStartError("memory_limit_bytes must be at least " + std::to_string(kMinMemoryLimit >> 20) +
+                                " MiB (Pyodide needs about 150 MiB to start)",
+                            Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  auto impl = std::make_unique<Impl>(random_id());
+  auto& config = impl->host.config;
+  config.runtime = detail::check_runtime(options.runtime_dir.value_or(detail::default_runtime_dir()));
+
+  // Resolve additional_packages to wheel files before anything starts.
+  std::vector<fs::path> readable = config.runtime.readable;
+  if (!options.additional_packages.empty()) {
+    if (!options.wheel_dir) {
+      throw SandboxStartError("additional_packages need PyodideOptions::wheel_dir: no package index is reachable "
+                              "from the Pyodide sandbox",
+                              Stage::kInstallPackages, ErrorKind::kInvalidArgument);
+    }
+    std::error_code ec;
+    const fs::path dir = fs::canonical(*options.wheel_dir, ec);
+    if (ec || !fs::is_directory(dir, ec)) {
+      throw SandboxStartError("wheel_dir '" + options.wheel_dir->string() + "' is not a directory",
+                              Stage::kInstallPackages, ErrorKind::kNotFound);
+    }
+    if (dir.string().find(',') != std::string::npos) {
+      throw SandboxStartError("wheel_dir '" + dir.string() + "' contains a comma, which Deno's --allow-read "
+                              "cannot express",
+                              Stage::kConfigure, ErrorKind::kInvalidArgument);
+    }
+    for (const auto& name : options.additional_packages) {
+      if (!valid_distribution_name(name)) {
+        throw SandboxStartError("'" + name + "' is not a valid package name", Stage::kInstallPackages,
+                                ErrorKind::kInvalidArgument);
+      }
+      const auto want = normalize_distribution(name);
+      std::optional<fs::path> best;
+      for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const auto file = entry.path().filename().string();
+        if (entry.path().extension() != ".whl") continue;
+        const auto dash = file.find('-');
+        if (dash == std::string::npos || normalize_distribution(file.substr(0, dash)) != want) continue;
+        if (best) {
+          throw SandboxStartError("package '" + name + "' matches several wheels in '" + dir.string() + "' ('" +
+                                      best->filename().string() + "', '" + entry.path().filename().string() +
+                                      "'); keep one",
+                                  Stage::kInstallPackages, ErrorKind::kInvalidArgument);
+        }
+        best = entry.path();
+      }
+      if (!best) {
+        throw SandboxStartError("package '" + name + "' has no wheel in '" + dir.string() + "'",
+                                Stage::kInstallPackages, ErrorKind::kNotFound);
+      }
+      config.wheels.push_back(best->string());
+    }
+    readable.push_back(dir);
+  }
+
+  // The kernel's confinement: Landlock read access to exactly the runtime's files and the wheels installed, not
+  // the wheel directory (Deno's --allow-read keeps naming the directory). No right at all on the private directory
+  // (see RuntimeDir).
+  auto& spec = config.confinement_spec;
+  spec.readable = config.runtime.readable;
+  for (const auto& w : config.wheels) spec.readable.emplace_back(w);
+  for (auto& p : system_readable()) spec.readable.push_back(std::move(p));
+  spec.executable = system_executable();
+  spec.executable.push_back(config.runtime.deno);
+  spec.data_limit_bytes = options.memory_limit_bytes + kStartupDataHeadroom;
+  config.test_mode = detail::test_confinement();
+  if (config.test_mode == detail::TestConfinement::kRealmOnly) {
+    spec.max_landlock_abi = 2;  // Debian 12's stock kernel: no TCP rules, no scoping
+    spec.seccomp = false;
+  }
+  {
+    const detail::KernelLayers probe = detail::Confinement(spec).layers();
+    std::string missing;
+    if (probe.landlock_abi == 0) missing = "Landlock";
+    if (!probe.seccomp) missing += missing.empty() ? "seccomp" : " and seccomp";
+    if (!missing.empty()) {
+      if (options.require_kernel_confinement) {
+        throw SandboxStartError("the kernel does not provide " + missing +
+                                    ", which require_kernel_confinement asks for (docs/backends/pyodide.md)",
+                                Stage::kStartRuntime, ErrorKind::kUnsupported);
+      }
+      logger()->warn("sandbox {}: the kernel does not provide {}; the Pyodide runtime runs with Deno's permissions "
+                     "{}(see PyodideSandbox::confinement())",
+                     impl->host.id(), missing, probe.landlock_abi > 0 || probe.seccomp ? "and the other kernel layer " : "");
+    }
+  }
+
+  std::error_code tmp_ec;
+  fs::path base = fs::temp_directory_path(tmp_ec);
+  // Absolute: the runtime starts in "/", so a relative TMPDIR would name another place there.
+  if (!tmp_ec) base = fs::absolute(base, tmp_ec);
+  if (tmp_ec) {
+    throw_nested(SandboxStartError("no usable temporary directory for the runtime's private DENO_DIR (check TMPDIR)",
+                                   Stage::kStartRuntime, ErrorKind::kInternal),
+                 fs::filesystem_error("temp_directory_path", tmp_ec));
+  }
+  detail::sweep_stale_runtime_dirs(base);
+  config.temp_base = base;
+
+  const auto deadline = detail::deadline_from(options.create_timeout, kDefaultCreateTimeout);
+  std::optional<fs::path> snapshot_file;
+  if (const auto cache = detail::snapshot_cache_dir(options.snapshot_dir); options.use_snapshot && cache) {
+    // The runtime may read the image (Deno and Landlock): named before the image exists, so that the process
+    // that makes it runs with the very arguments of the ones that restore it.
+    snapshot_file = detail::snapshot_path(*cache, detail::snapshot_key(config.runtime));
+    readable.push_back(*snapshot_file);
+    spec.readable.push_back(*snapshot_file);
+  }
+
+  std::string allow = "--allow-read=";
+  for (std::size_t i = 0; i < readable.size(); ++i) {
+    if (i) allow += ',';
+    allow += readable[i].string();
+  }
+  config.deno_args = {"run",     "--no-prompt", "--no-remote", "--no-config", "--no-npm", "--no-lock",
+                     allow,     "--v8-flags=--disallow-code-generation-from-strings,--no-wasm-dynamic-tiering",
+                     config.runtime.host_script.string()};
+  config.packages = options.additional_packages;
+  config.max_frame_bytes = options.max_frame_bytes;
+  config.memory_limit_bytes = options.memory_limit_bytes;
+  config.interrupt_grace = options.interrupt_grace;
+  impl->options = std::move(options);
+  if (const int e = impl->host.open_wake(); e != 0) {
+    throw_nested(SandboxStartError("cannot create an eventfd", Stage::kStartRuntime, ErrorKind::kInternal),
+                 std::system_error(e, std::generic_category(), "eventfd"));
+  }
+
+  std::stop_callback on_cancel(impl->options.cancel, [p = impl.get()] { p->host.wake(); });
+  if (impl->options.use_snapshot) {
+    impl->host.snapshot = impl->host.find_or_make_snapshot(snapshot_file, deadline, impl->options.cancel);
+    if (impl->options.cancel.stop_requested()) {
+      detail::throw_start_error({detail::ReadyError::kCancelled, "cancelled while the Pyodide runtime was starting"});
+    }
+  }
+  auto cleanup = [&impl] { impl->host.kill(); };
+  try {
+    impl->host.spawn();
+  } catch (const std::exception& e) {
+    cleanup();
+    std::throw_with_nested(SandboxStartError(std::string("cannot start the Pyodide runtime: ") + e.what(),
+                                             Stage::kStartRuntime, ErrorKind::kUnavailable));
+  }
+  const auto ready = impl->host.await_ready(deadline, impl->options.cancel);
+  if (ready.kind != detail::ReadyError::kNone) {
+    cleanup();
+    detail::throw_start_error(ready);
+  }
+  const Language language = impl->options.language;
+  auto packages = impl->options.additional_packages;
+  return std::unique_ptr<PyodideSandbox>(new PyodideSandbox(std::move(impl), language, std::move(packages)));
+}
+
+PyodideSandbox::~PyodideSandbox() {
+  try {
+    do_terminate(std::nullopt);
+  } catch (const std::exception& e) {
+    logger()->warn("sandbox {}: teardown failed: {}", impl_->host.id(), e.what());
+  } catch (...) {
+    logger()->warn("sandbox {}: teardown failed", impl_->host.id());
+  }
+}
+
+std::optional<std::string> PyodideSandbox::sandbox_id() const { return impl_->host.id(); }
+
+ConfinementReport PyodideSandbox::confinement() const { return impl_->host.report(); }
+
+Capabilities PyodideSandbox::capabilities() const {
+  Capabilities c;
+  c.stateful = true;
+  c.shell_commands = false;
+  c.file_download = true;
+  c.filesystem = true;
+  c.packages = true;
+  c.network = false;
+  c.interrupt = true;
+  c.languages = {Language::kPython};
+  c.upload_dir = detail::kUploadDir;
+  return c;
+}
+
+void PyodideSandbox::do_set_timeout(std::chrono::seconds) {
+  impl_->check_alive();  // a local runtime has no lease to renew
+}
+
+void PyodideSandbox::do_terminate(Timeout) {
+  if (impl_->terminated) return;
+  impl_->host.shut_down();  // ends a call in flight at once
+  std::lock_guard call(impl_->call_mu);
+  if (impl_->terminated) return;
+  impl_->host.kill();  // the runtime's private directory goes with it
+  impl_->terminated = true;
+}
+
+}  // namespace code_interpreter
