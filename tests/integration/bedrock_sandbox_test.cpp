@@ -359,7 +359,7 @@ TEST_CASE("bedrock: an unknown interpreter is NOT_FOUND", "[bedrock]") {
   }
 }
 
-TEST_CASE("bedrock: terminate from another thread cancels an execution in flight", "[bedrock][concurrency]") {
+TEST_CASE("bedrock: terminate from another thread cancels an execution in flight", "[bedrock]") {
   BedrockServer server;
   auto sandbox = BedrockAgentCoreSandbox::create(server.options());
   std::thread killer([&] {

@@ -767,8 +767,7 @@ TEST_CASE("hostile create: a redirect is not followed, so the API key goes nowhe
   CHECK(elsewhere.requests().empty());
 }
 
-TEST_CASE("hostile execute: terminate from another thread ends a stalled execute at once",
-          "[e2b][hostile][concurrency]") {
+TEST_CASE("hostile execute: terminate from another thread ends a stalled execute at once", "[e2b][hostile]") {
   HostileE2B e2b;
   e2b.on_execute = [&](ServerConnection& c, const ReceivedRequest&) {
     c.write(kStreamHead);
@@ -790,7 +789,7 @@ TEST_CASE("hostile execute: terminate from another thread ends a stalled execute
   sandbox->terminate();  // twice is fine
 }
 
-TEST_CASE("hostile use: eight threads executing at once each get their own output", "[e2b][hostile][concurrency]") {
+TEST_CASE("hostile use: eight threads executing at once each get their own output", "[e2b][hostile]") {
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
   std::vector<ExecutionResult> results(8);

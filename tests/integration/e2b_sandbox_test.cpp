@@ -371,7 +371,7 @@ TEST_CASE("a template that does not exist is a TemplateBuildError", "[e2b]") {
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("terminate from another thread cancels an execution in flight", "[e2b][concurrency]") {
+TEST_CASE("terminate from another thread cancels an execution in flight", "[e2b]") {
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
   std::thread killer([&] {
@@ -389,7 +389,7 @@ TEST_CASE("terminate from another thread cancels an execution in flight", "[e2b]
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("a stop request cancels an execution: UNKNOWN once sent, ERROR before", "[e2b][concurrency]") {
+TEST_CASE("a stop request cancels an execution: UNKNOWN once sent, ERROR before", "[e2b]") {
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
   std::stop_source stop;

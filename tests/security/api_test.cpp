@@ -169,7 +169,7 @@ TEST_CASE("the confinement report holds for a respawned runtime too", "[host][co
   CHECK(security::proc_status(security::runtime_pid(), "Seccomp") == (after.seccomp ? "2" : "0"));
 }
 
-TEST_CASE("the memory cap holds against the wasm heap", "[memory][concurrency]") {
+TEST_CASE("the memory cap holds against the wasm heap", "[memory]") {
   exceed_cap_through(R"PY(
 chunks = []
 for i in range(64):
@@ -177,7 +177,7 @@ for i in range(64):
 )PY");
 }
 
-TEST_CASE("the memory cap holds against files in the in-memory filesystem", "[memory][concurrency]") {
+TEST_CASE("the memory cap holds against files in the in-memory filesystem", "[memory]") {
   exceed_cap_through(R"PY(
 block = b'\x01' * (32 << 20)
 for i in range(64):
@@ -186,7 +186,7 @@ for i in range(64):
 )PY");
 }
 
-TEST_CASE("the memory cap holds against JavaScript buffers made from Python", "[memory][concurrency]") {
+TEST_CASE("the memory cap holds against JavaScript buffers made from Python", "[memory]") {
   exceed_cap_through(R"PY(
 block = b'\x01' * (32 << 20)
 keep = []
@@ -195,7 +195,7 @@ for i in range(64):
 )PY", "ConversionError");
 }
 
-TEST_CASE("the memory cap holds against JavaScript buffers of the host realm", "[memory][concurrency]") {
+TEST_CASE("the memory cap holds against JavaScript buffers of the host realm", "[memory]") {
   // With the realm closed the program falls back to buffers it can make itself, which the cap also counts.
   exceed_cap_through(R"PY(
 g = await find_global()
@@ -210,7 +210,7 @@ for i in range(64):
 )PY", "ConversionError");
 }
 
-TEST_CASE("a sandbox under its memory cap works normally", "[memory][concurrency]") {
+TEST_CASE("a sandbox under its memory cap works normally", "[memory]") {
   auto sb = fresh(capped());
   const auto r = run(*sb, "data = b'\\x01' * (64 << 20)\nlen(data)");
   REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
