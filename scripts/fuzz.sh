@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the hostile-input decoders with libFuzzer (clang, ASan+UBSan): each target for
 # SECONDS (default 60), starting from its seed corpus. A finding stops the script with a non-zero status and leaves
-# the crashing input in build-fuzz/ (libFuzzer prints its path). Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
+# the crashing input in build-asan/ (libFuzzer prints its path). Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -20,16 +20,15 @@ quiet() {
     exit 1
   fi
 }
-quiet "configuring build-fuzz" env CXX=clang++ CXXFLAGS="-fsanitize=fuzzer-no-link,address,undefined" \
-  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCODE_INTERPRETER_LIBFUZZER=ON \
-  -DCODE_INTERPRETER_BUILD_EXAMPLES=OFF -DCODE_INTERPRETER_BUILD_BENCHMARKS=OFF -DCODE_INTERPRETER_BUILD_TESTS=ON
-quiet "building the fuzz targets" cmake --build build-fuzz --target "${targets[@]}" "${targets[@]/%/_seeds}"
-mkdir -p build-fuzz/logs
+# The asan preset's build (build-asan/): scripts/sanitize.sh asan builds the tests there too, on the same objects.
+quiet "configuring build-asan" cmake --preset asan
+quiet "building the fuzz targets" cmake --build --preset asan --target "${targets[@]}" "${targets[@]/%/_seeds}"
+mkdir -p build-asan/logs
 for target in "${targets[@]}"; do
-  corpus="build-fuzz/corpus/$target"
-  ./build-fuzz/tests/fuzz/"${target}_seeds" --write-seeds "$corpus"
-  log="build-fuzz/logs/$target.log"
-  if ! (cd build-fuzz && ./tests/fuzz/"$target" -max_total_time="$seconds" -max_len=200000 -print_final_stats=1 \
+  corpus="build-asan/corpus/$target"
+  ./build-asan/tests/fuzz/"${target}_seeds" --write-seeds "$corpus"
+  log="build-asan/logs/$target.log"
+  if ! (cd build-asan && ./tests/fuzz/"$target" -max_total_time="$seconds" -max_len=200000 -print_final_stats=1 \
           "corpus/$target") >"$log" 2>&1; then
     tail -n 60 "$log" >&2
     echo "fuzz: $target found a failing input (log: $log)" >&2

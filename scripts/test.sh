@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # Sets everything up, builds the library, examples, tests and benchmarks, fuzzes every hostile-input decoder with
-# libFuzzer for a bounded time (FUZZ_SECONDS per decoder, default 15), and runs every test with CTest.
+# libFuzzer for a bounded time (FUZZ_SECONDS per decoder, default 15), runs every test with CTest, then builds the
+# tests with the sanitizers and runs theirs (scripts/sanitize.sh: ASan+UBSan, then TSan). Prints each step's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh clang libclang-rt-14-dev
-./scripts/check-prerequisites.sh --fuzz
-./scripts/build.sh -DCODE_INTERPRETER_BUILD_TESTS=ON -DCODE_INTERPRETER_BUILD_BENCHMARKS=ON \
+step() {
+  local name="$1" start=$SECONDS
+  shift
+  "$@"
+  echo "test: $name took $((SECONDS - start)) s"
+}
+step setup ./scripts/setup.sh clang libclang-rt-14-dev
+step prerequisites ./scripts/check-prerequisites.sh --fuzz
+step build ./scripts/build.sh -DCODE_INTERPRETER_BUILD_TESTS=ON -DCODE_INTERPRETER_BUILD_BENCHMARKS=ON \
   -DCODE_INTERPRETER_SECURITY_TEST_SWITCHES=ON
-./scripts/fuzz.sh "${FUZZ_SECONDS:-15}"
-ctest --preset default
+step fuzz ./scripts/fuzz.sh "${FUZZ_SECONDS:-15}"
+step ctest ctest --preset default
+step asan ./scripts/sanitize.sh asan
+step tsan ./scripts/sanitize.sh tsan

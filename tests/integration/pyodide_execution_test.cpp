@@ -400,7 +400,7 @@ TEST_CASE("a throwing output callback makes the call UNKNOWN with callback.excep
   CHECK(sb->execute_code("'ok'").status == ci::ExecutionStatus::kSuccess);
 }
 
-TEST_CASE("a call cancelled before it starts never runs: ERROR with retry_safe", "[cancel]") {
+TEST_CASE("a call cancelled before it starts never runs: ERROR with retry_safe", "[cancel][concurrency]") {
   auto sb = make_sandbox();
   std::stop_source source;
   source.request_stop();
@@ -415,7 +415,7 @@ TEST_CASE("a call cancelled before it starts never runs: ERROR with retry_safe",
   CHECK(sb->execute_code("'ran' in globals()").results.at(0).data.at("text/plain") == "False");
 }
 
-TEST_CASE("a call cancelled while running is interrupted: UNKNOWN, state kept", "[cancel][timing]") {
+TEST_CASE("a call cancelled while running is interrupted: UNKNOWN, state kept", "[cancel][timing][concurrency]") {
   auto sb = make_sandbox();
   REQUIRE(sb->execute_code("kept = 7").status == ci::ExecutionStatus::kSuccess);
   std::stop_source source;

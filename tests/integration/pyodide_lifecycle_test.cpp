@@ -170,7 +170,7 @@ TEST_CASE("creation that does not finish within create_timeout fails transiently
   CHECK(test_support::no_deno_children());
 }
 
-TEST_CASE("creation can be cancelled through its stop_token", "[lifecycle][timing]") {
+TEST_CASE("creation can be cancelled through its stop_token", "[lifecycle][timing][concurrency]") {
   std::stop_source source;
   ci::PyodideOptions o;
   o.cancel = source.get_token();

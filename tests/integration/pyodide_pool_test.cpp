@@ -31,7 +31,7 @@ bool await_ready(const ci::PyodidePool& pool, std::size_t n, std::chrono::millis
 
 }  // namespace
 
-TEST_CASE("acquired sandboxes run code, start fresh and share nothing", "[pool]") {
+TEST_CASE("acquired sandboxes run code, start fresh and share nothing", "[pool][concurrency]") {
   ci::PyodidePool pool(2);
   CHECK(pool.size() == 2);
   auto a = pool.acquire();
@@ -49,7 +49,7 @@ TEST_CASE("acquired sandboxes run code, start fresh and share nothing", "[pool]"
   CHECK(value_of(*a, "x") == "41");
 }
 
-TEST_CASE("the pool refills to its size and keeps no more runtimes than it should", "[pool]") {
+TEST_CASE("the pool refills to its size and keeps no more runtimes than it should", "[pool][concurrency]") {
   ci::PyodidePool pool(2);
   REQUIRE(await_ready(pool, 2));
   CHECK(pool.started() == 2);
@@ -70,7 +70,8 @@ TEST_CASE("the pool refills to its size and keeps no more runtimes than it shoul
   CHECK(test_support::deno_children().size() == 2);  // the handed-out one ended with its owner
 }
 
-TEST_CASE("concurrent acquire from more threads than the pool's size gives each its own sandbox", "[pool]") {
+TEST_CASE("concurrent acquire from more threads than the pool's size gives each its own sandbox",
+          "[pool][concurrency]") {
   constexpr int kThreads = 4;
   std::set<std::string> ids;
   std::vector<std::string> answers(kThreads);
@@ -103,11 +104,17 @@ TEST_CASE("concurrent acquire from more threads than the pool's size gives each 
   CHECK(test_support::no_deno_children());
 }
 
-TEST_CASE("destroying the pool while it starts a runtime cancels the start and leaves no process", "[pool]") {
+TEST_CASE("destroying the pool while it starts a runtime cancels the start and leaves no process",
+          "[pool][concurrency]") {
   std::chrono::steady_clock::time_point destroying;
   {
     ci::PyodidePool pool(3);
-    std::this_thread::sleep_for(150ms);  // the first creation is under way: a restore takes 0.4 s and more
+    // The first creation is under way once its runtime process exists (150 ms or more after the pool starts, more
+    // in a sanitizer build): a restore takes 0.4 s and more after that.
+    const auto spawn_limit = std::chrono::steady_clock::now() + 30s;
+    while (test_support::deno_children().empty() && std::chrono::steady_clock::now() < spawn_limit) {
+      std::this_thread::sleep_for(5ms);
+    }
     CHECK(pool.ready() == 0);
     REQUIRE(test_support::deno_children().size() == 1);
     destroying = std::chrono::steady_clock::now();
@@ -117,7 +124,7 @@ TEST_CASE("destroying the pool while it starts a runtime cancels the start and l
   CHECK(test_support::no_deno_children());
 }
 
-TEST_CASE("destroying a full pool ends every ready runtime", "[pool]") {
+TEST_CASE("destroying a full pool ends every ready runtime", "[pool][concurrency]") {
   {
     ci::PyodidePool pool(2);
     REQUIRE(await_ready(pool, 2));
@@ -126,7 +133,8 @@ TEST_CASE("destroying a full pool ends every ready runtime", "[pool]") {
   CHECK(test_support::no_deno_children());
 }
 
-TEST_CASE("acquire gives up at its timeout and at its stop_token, with the create errors' shape", "[pool]") {
+TEST_CASE("acquire gives up at its timeout and at its stop_token, with the create errors' shape",
+          "[pool][concurrency]") {
   ci::PyodidePool pool(1);
   SECTION("timeout") {
     try {
@@ -171,7 +179,7 @@ TEST_CASE("acquire gives up at its timeout and at its stop_token, with the creat
   CHECK(value_of(*sandbox, "6 * 7") == "42");
 }
 
-TEST_CASE("a failure no retry can mend stops the pool and every acquire rethrows it at once", "[pool]") {
+TEST_CASE("a failure no retry can mend stops the pool and every acquire rethrows it at once", "[pool][concurrency]") {
   ci::PyodideOptions options;
   options.runtime_dir = std::filesystem::temp_directory_path() / "ci-pool-no-such-runtime";
   ci::PyodidePool pool(1, options);

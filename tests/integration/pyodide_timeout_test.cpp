@@ -135,7 +135,7 @@ TEST_CASE("kNoTimeout, negative timeouts and one the clock cannot reach mean no 
 }
 
 TEST_CASE("a runtime killed from outside mid-call is TIMEOUT sandbox_lost and the next call gets a fresh one",
-          "[timing]") {
+          "[timing][concurrency]") {
   auto sb = make_sandbox();
   REQUIRE(sb->execute_code("lost = 1").status == ci::ExecutionStatus::kSuccess);
   const auto children = test_support::deno_children();
@@ -173,7 +173,7 @@ TEST_CASE("a Pyodide fatal error is TIMEOUT sandbox_lost and the interpreter is 
   CHECK(sb->execute_code("6 * 7").results.at(0).data.at("text/plain") == "42");
 }
 
-TEST_CASE("terminate from another thread ends a call in flight: UNKNOWN, state lost", "[timing]") {
+TEST_CASE("terminate from another thread ends a call in flight: UNKNOWN, state lost", "[timing][concurrency]") {
   auto sb = make_sandbox();
   ci::ExecutionResult r;
   std::thread runner([&] { r = sb->execute_code("import time\ntime.sleep(30)"); });
@@ -217,7 +217,7 @@ TEST_CASE("short timeouts while the runtime restarts let it finish starting", "[
   CHECK(timeouts >= 1);
 }
 
-TEST_CASE("cancelling during a large upload stops before the code is sent", "[timing]") {
+TEST_CASE("cancelling during a large upload stops before the code is sent", "[timing][concurrency]") {
   auto sb = make_sandbox();
   std::stop_source source;
   ci::ExecuteOptions o;

@@ -323,7 +323,7 @@ TEST_CASE("a reply nested a million levels deep is an internal error, not a cras
   }
 }
 
-TEST_CASE("a stop request aborts a model call in flight", "[interpreter][lm_server]") {
+TEST_CASE("a stop request aborts a model call in flight", "[interpreter][lm_server][concurrency]") {
   LMServer server;
   server.script(json::array({{{"fault", {{"stall_ms", 20000}}}}}));
   auto invoker = openai(server);

@@ -450,7 +450,7 @@ TEST_CASE("a failed model call mid-loop is returned with the error and the work 
   }
 }
 
-TEST_CASE("cancelling during an execution cancels it and stops the loop", "[interpreter]") {
+TEST_CASE("cancelling during an execution cancels it and stops the loop", "[interpreter][concurrency]") {
   std::stop_source user;
   FakeSandbox sandbox;
   bool execution_saw_cancel = false;
@@ -475,7 +475,8 @@ TEST_CASE("cancelling during an execution cancels it and stops the loop", "[inte
   CHECK(result.code_exec_results[0].result.status == ci::ExecutionStatus::kUnknown);
 }
 
-TEST_CASE("cancelling during a model call stops the loop as cancelled, not as a model failure", "[interpreter]") {
+TEST_CASE("cancelling during a model call stops the loop as cancelled, not as a model failure",
+          "[interpreter][concurrency]") {
   std::stop_source user;
   FakeSandbox sandbox;
   FakeLMInvoker lm;
@@ -492,7 +493,7 @@ TEST_CASE("cancelling during a model call stops the loop as cancelled, not as a 
   CHECK(result.turns == 0);
 }
 
-TEST_CASE("one timeout covers the whole loop, executions included", "[interpreter]") {
+TEST_CASE("one timeout covers the whole loop, executions included", "[interpreter][concurrency]") {
   FakeSandbox sandbox;
   ci::Timeout budget_given;
   sandbox.push_handler([&](std::string_view, const ci::ExecuteOptions& options) {

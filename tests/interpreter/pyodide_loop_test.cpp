@@ -159,7 +159,8 @@ TEST_CASE("a link to a file that does not exist is listed in missing_files, one 
   CHECK(result.code_exec_results[0].output[0].data == "here");
 }
 
-TEST_CASE("cancelling mid-loop stops the running code and makes no further model call", "[interpreter][pyodide]") {
+TEST_CASE("cancelling mid-loop stops the running code and makes no further model call",
+          "[interpreter][pyodide][concurrency]") {
   LMServer server;
   server.script(json::array({{{"reply", code_call("while True:\n    pass")}}, {{"reply", {{"text", "never"}}}}}));
   auto sandbox = make_sandbox();

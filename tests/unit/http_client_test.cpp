@@ -200,7 +200,7 @@ TEST_CASE("a server that never answers is a timeout of the kind the caller names
   CHECK(http::to_transport_error(exchange, "create").kind() == TransportError::Kind::kTimeout);
 }
 
-TEST_CASE("a stop request aborts a waiting call at once and closes its connection", "[http]") {
+TEST_CASE("a stop request aborts a waiting call at once and closes its connection", "[http][concurrency]") {
   std::atomic<bool> peer_closed{false};
   LocalHttpServer server([&](ServerConnection& c, int) {
     if (c.read_request()) peer_closed = c.wait_for_close(5s);
@@ -227,7 +227,7 @@ TEST_CASE("a stop request aborts a waiting call at once and closes its connectio
   CHECK(peer_closed);
 }
 
-TEST_CASE("a call cancelled before it starts sends nothing: ERROR, retry_safe", "[http]") {
+TEST_CASE("a call cancelled before it starts sends nothing: ERROR, retry_safe", "[http][concurrency]") {
   LocalHttpServer server([&](ServerConnection& c, int) { while (c.read_request()) c.respond(200, ""); });
   http::HttpClient client;
   std::stop_source stop;
@@ -533,7 +533,7 @@ TEST_CASE("a non-idempotent request that was written and then broke is never ret
   CHECK(server.requests().size() == 1);
 }
 
-TEST_CASE("before_retry can stop the loop, and a cancelled sleep ends it", "[http][retry]") {
+TEST_CASE("before_retry can stop the loop, and a cancelled sleep ends it", "[http][retry][concurrency]") {
   LocalHttpServer server([&](ServerConnection& c, int) {
     while (c.read_request()) c.respond(503, "");
   });

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the tests with a sanitizer and runs the CTest labels it is for (docs/testing.md, "Sanitizers"):
+#   asan  AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer (build-asan/, the tree scripts/fuzz.sh
+#         builds its targets in): the labels unit and contract, and the security battery's both-layers registration
+#   tsan  ThreadSanitizer (build-tsan/): the label concurrency
+# The presets build with clang and the confinement test switch; their test presets set the *SAN_OPTIONS under which
+# every finding fails its test. Only the targets of those tests are built: a selected test whose target is missing
+# below is "Not Run" and fails the run. Prints each build's and each run's time.
+# Usage: scripts/sanitize.sh [asan] [tsan] (default both)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sanitizers=("$@")
+((${#sanitizers[@]})) || sanitizers=(asan tsan)
+for sanitizer in "${sanitizers[@]}"; do
+  case "$sanitizer" in
+    asan)
+      select=(-L '^(unit|contract|security)$' -LE '^security_(cold|kernel_only|realm_only)$')
+      targets=(unit_tests contract_tests security_tests security_api_tests) ;;
+    tsan)
+      select=(-L '^concurrency$')
+      targets=(unit_tests contract_tests pyodide_tests confinement_tests interpreter_tests) ;;
+    *)
+      echo "sanitize: unknown sanitizer '$sanitizer' (asan or tsan)" >&2
+      exit 2 ;;
+  esac
+  start=$SECONDS
+  cmake --preset "$sanitizer" >/dev/null
+  cmake --build --preset "$sanitizer" --target "${targets[@]}"
+  echo "sanitize: $sanitizer build took $((SECONDS - start)) s"
+  start=$SECONDS
+  ctest --preset "$sanitizer" "${select[@]}"
+  echo "sanitize: $sanitizer tests took $((SECONDS - start)) s"
+done
