@@ -153,7 +153,8 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::execute(std::string_view code_vie
     r.code_error = parse_python_error(r.stderr_text);
     r.error = r.stderr_text.empty() ? "the code failed with exit code " + std::to_string(r.exit_code) : r.stderr_text;
   }
-  r.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
+  // Absent when the code was never sent (execution.hpp): e.g. a call cancelled before it started.
+  if (inv.exchange.request_written) r.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
   return r;
 }
 

@@ -136,7 +136,8 @@ ExecutionResult E2BSandbox::Impl::execute(std::optional<std::string_view> contex
                             stub.options.max_output_bytes, stub.options.max_line_bytes);
   std::string error_body;
   const auto ex = perform_streamed(request, call->token(), stream, error_body);
-  r.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
+  // Absent when the code was never sent (execution.hpp): e.g. a call cancelled before it started.
+  if (ex.request_written) r.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
 
   if (ex.ok() && ex.response.status == 200) {
     // A cleanly finished body is complete even without end_of_execution (docs/backends/e2b.md "Executing code").

@@ -85,6 +85,7 @@ CONTRACT_SCENARIO("a cancel requested before the call is ERROR cancelled retry_s
   const auto r = h.exec(prog::kCancelWrite, options);
   check_never_ran(r, "cancelled");
   CHECK(r.code == prog::kCancelWrite);
+  CHECK_FALSE(r.duration);  // absent when the code was never sent (execution.hpp)
   check_success(h.exec(prog::kCancelCheck), prog::kCancelCheck, "False\n");
 }
 
