@@ -88,12 +88,6 @@ std::string safe_name(std::string_view text) {
   return out;
 }
 
-std::string string_member(const json& object, const char* key, std::string fallback) {
-  if (!object.is_object()) return fallback;
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
 std::string shell_quote(std::string_view text) {
   std::string out = "'";
   for (char c : text) {

@@ -18,6 +18,7 @@
 #include "bedrock/sigv4.hpp"
 #include "code_interpreter/bedrock_sandbox.hpp"
 #include "core/output.hpp"
+#include "core/untrusted.hpp"
 #include "http/http_client.hpp"
 
 namespace code_interpreter::bedrock {
@@ -30,8 +31,7 @@ std::string bounded_text(std::string_view text, std::size_t limit = 300);
 /// A name the service chose (an error code, an exception type) as it may appear in exception_type: letters,
 /// digits, '.', '_' and '-' kept, at most 100 characters.
 std::string safe_name(std::string_view text);
-/// A string member of an untrusted JSON object, else `fallback`.
-std::string string_member(const nlohmann::json& object, const char* key, std::string fallback = {});
+using detail::string_member;
 /// One shell word: single-quoted, each ' written as '\''.
 std::string shell_quote(std::string_view text);
 /// The ErrorKind an AWS error code (or, without one, the HTTP status) stands for.

@@ -42,6 +42,13 @@ inline nlohmann::json parse_untrusted_json(std::string_view text, int max_depth 
   }
 }
 
+/// The member `key` of an untrusted JSON value when it is an object holding a string there, else `fallback`.
+inline std::string string_member(const nlohmann::json& object, const char* key, std::string fallback = {}) {
+  if (!object.is_object()) return fallback;
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 /// An exit code a service sent. An integer that does not fit in an int gives 1 and never wraps (to 0, which would
 /// read as SUCCESS), as CPython's own exit does for such a value (docs/errors.md). protojson also writes integers as
 /// strings of digits, and some writers as integral floats: both are read. Anything else is not a code the process

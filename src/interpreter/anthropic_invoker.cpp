@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/untrusted.hpp"
 #include "interpreter/lm_http.hpp"
 
 namespace code_interpreter {
@@ -63,38 +64,23 @@ void to_wire(std::span<const ChatMessage> messages, nlohmann::json& body) {
   body["messages"] = std::move(wire);
 }
 
-std::uint64_t count(const nlohmann::json& object, const char* key) {
-  if (!object.is_object() || !object.contains(key)) return 0;
-  const auto& value = object[key];
-  return value.is_number_unsigned() || (value.is_number_integer() && value.get<long long>() >= 0)
-             ? value.get<std::uint64_t>()
-             : 0;
-}
-
 LMResponse from_wire(const nlohmann::json& body) {
   if (!body.contains("content") || !body["content"].is_array()) interpreter::throw_malformed(kOperation, "no content");
   LMResponse response;
   for (const auto& block : body["content"]) {
-    if (!block.is_object() || !block.contains("type") || !block["type"].is_string()) continue;
-    const std::string type = block["type"].get<std::string>();
-    if (type == "text" && block.contains("text") && block["text"].is_string()) {
-      response.text += block["text"].get<std::string>();
+    const std::string type = detail::string_member(block, "type");
+    if (type == "text") {
+      response.text += detail::string_member(block, "text");
     } else if (type == "tool_use") {
       ToolCall call;
       if (!block.contains("id") || !block["id"].is_string()) interpreter::throw_malformed(kOperation, "tool_use without id");
       call.id = block["id"].get<std::string>();
-      call.name = block.contains("name") && block["name"].is_string() ? block["name"].get<std::string>() : "";
+      call.name = detail::string_member(block, "name");
       call.arguments = block.contains("input") ? block["input"].dump() : "{}";
       response.tool_calls.push_back(std::move(call));
     }
   }
-  if (body.contains("stop_reason") && body["stop_reason"].is_string()) {
-    response.stop_reason = body["stop_reason"].get<std::string>();
-  }
-  if (body.contains("usage")) {
-    response.usage.input_tokens = count(body["usage"], "input_tokens");
-    response.usage.output_tokens = count(body["usage"], "output_tokens");
-  }
+  interpreter::read_stop_and_usage(body, "stop_reason", body, "input_tokens", "output_tokens", response);
   return response;
 }
 

@@ -67,6 +67,22 @@ void check_header_value(std::string_view operation, std::string_view what, std::
   }
 }
 
+void read_stop_and_usage(const nlohmann::json& stop_holder, const char* stop_key, const nlohmann::json& body,
+                         const char* input_key, const char* output_key, LMResponse& response) {
+  if (stop_holder.contains(stop_key) && stop_holder[stop_key].is_string()) {
+    response.stop_reason = stop_holder[stop_key].get<std::string>();
+  }
+  const auto count = [&](const char* key) -> std::uint64_t {
+    if (!body.contains("usage") || !body["usage"].is_object() || !body["usage"].contains(key)) return 0;
+    const auto& value = body["usage"][key];
+    return value.is_number_unsigned() || (value.is_number_integer() && value.get<long long>() >= 0)
+               ? value.get<std::uint64_t>()
+               : 0;
+  };
+  response.usage.input_tokens = count(input_key);
+  response.usage.output_tokens = count(output_key);
+}
+
 std::string trim_slashes(std::string base) {
   while (!base.empty() && base.back() == '/') base.pop_back();
   return base;

@@ -45,6 +45,12 @@ std::string env_or_empty(const char* name);
 /// @throws LMInvocationError (stage configure, kInvalidArgument) naming `what`.
 void check_header_value(std::string_view operation, std::string_view what, std::string_view value);
 
+/// Reads the stop reason (`stop_holder[stop_key]`, when a string) and the token counts (`body["usage"][input_key]`
+/// and `[output_key]`, when non-negative integers; else 0) of a reply into `response`: the fields both APIs have
+/// under their own names.
+void read_stop_and_usage(const nlohmann::json& stop_holder, const char* stop_key, const nlohmann::json& body,
+                         const char* input_key, const char* output_key, LMResponse& response);
+
 /// `base` without trailing slashes.
 std::string trim_slashes(std::string base);
 

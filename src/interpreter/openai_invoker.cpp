@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/untrusted.hpp"
 #include "interpreter/lm_http.hpp"
 
 namespace code_interpreter {
@@ -38,14 +39,6 @@ nlohmann::json to_wire(const ChatMessage& message) {
   return out;
 }
 
-std::uint64_t count(const nlohmann::json& object, const char* key) {
-  if (!object.is_object() || !object.contains(key)) return 0;
-  const auto& value = object[key];
-  return value.is_number_unsigned() || (value.is_number_integer() && value.get<long long>() >= 0)
-             ? value.get<std::uint64_t>()
-             : 0;
-}
-
 LMResponse from_wire(const nlohmann::json& body) {
   if (!body.contains("choices") || !body["choices"].is_array() || body["choices"].empty()) {
     interpreter::throw_malformed(kOperation, "no choices");
@@ -75,8 +68,8 @@ LMResponse from_wire(const nlohmann::json& body) {
       }
       const auto& function = call["function"];
       ToolCall out;
-      out.id = call.contains("id") && call["id"].is_string() ? call["id"].get<std::string>() : std::string();
-      out.name = function.contains("name") && function["name"].is_string() ? function["name"].get<std::string>() : "";
+      out.id = detail::string_member(call, "id");
+      out.name = detail::string_member(function, "name");
       if (function.contains("arguments")) {
         // The API sends a JSON string; a few compatible servers send the object itself.
         out.arguments = function["arguments"].is_string() ? function["arguments"].get<std::string>()
@@ -86,13 +79,7 @@ LMResponse from_wire(const nlohmann::json& body) {
       response.tool_calls.push_back(std::move(out));
     }
   }
-  if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) {
-    response.stop_reason = choice["finish_reason"].get<std::string>();
-  }
-  if (body.contains("usage")) {
-    response.usage.input_tokens = count(body["usage"], "prompt_tokens");
-    response.usage.output_tokens = count(body["usage"], "completion_tokens");
-  }
+  interpreter::read_stop_and_usage(choice, "finish_reason", body, "prompt_tokens", "completion_tokens", response);
   return response;
 }
 
