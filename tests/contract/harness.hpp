@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <exception>
 #include <map>
 #include <memory>
 #include <optional>
@@ -131,6 +132,11 @@ class E2BHarness : public ServerHarness<ci::test::E2BServer, ci::E2BSandbox> {
 
 class BedrockHarness : public ServerHarness<ci::test::BedrockServer, ci::BedrockAgentCoreSandbox> {
  public:
+  // Every request of the scenario carried a signature the official signer verified.
+  ~BedrockHarness() {
+    if (std::uncaught_exceptions() == 0) CHECK(server_.all_signatures_valid());
+  }
+
   void inject(Fault fault) {
     using nlohmann::json;
     auto on_tool = [&](const char* tool, json directive) {

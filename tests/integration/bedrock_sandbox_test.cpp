@@ -45,44 +45,6 @@ TEST_CASE("bedrock: create starts a signed session, terminate stops it and ends 
   CHECK(server.requests("stop").size() == 1);
 }
 
-TEST_CASE("bedrock: executeCode returns stdout, keeps state, and reports the code's exception", "[bedrock]") {
-  BedrockServer server;
-  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
-  const auto hi = sandbox->execute_code("print('hi')");
-  CHECK(hi.status == ExecutionStatus::kSuccess);
-  CHECK(hi.exit_code == 0);
-  CHECK(hi.stdout_text == "hi\n");
-  REQUIRE(sandbox->execute_code("x = 41").status == ExecutionStatus::kSuccess);
-  CHECK(sandbox->execute_code("print(x + 1)").stdout_text == "42\n");
-
-  const auto failed = sandbox->execute_code("print('before')\n1/0");
-  CHECK(failed.status == ExecutionStatus::kError);
-  CHECK(failed.exit_code == 1);
-  CHECK(failed.stdout_text == "before\n");
-  REQUIRE(failed.code_error);
-  CHECK(failed.code_error->name == "ZeroDivisionError");
-  CHECK(failed.code_error->value == "division by zero");
-  CHECK_FALSE(failed.failure);
-
-  const auto exited = sandbox->execute_code("import sys\nsys.exit(3)");
-  CHECK(exited.status == ExecutionStatus::kError);
-  CHECK(exited.exit_code == 3);
-  CHECK(server.all_signatures_valid());
-  sandbox->terminate();
-}
-
-TEST_CASE("bedrock: output callbacks get each line after the answer", "[bedrock]") {
-  BedrockServer server;
-  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
-  std::vector<std::string> lines;
-  ExecuteOptions options;
-  options.on_stdout = [&](std::string_view line) { lines.emplace_back(line); };
-  const auto r = sandbox->execute_code("print('a')\nprint('b')\nprint('c', end='')", options);
-  CHECK(r.status == ExecutionStatus::kSuccess);
-  CHECK(lines == std::vector<std::string>{"a\n", "b\n", "c"});
-  sandbox->terminate();
-}
-
 TEST_CASE("bedrock: env applies to one Python execution only, other languages refuse it before sending",
           "[bedrock]") {
   BedrockServer server;
@@ -359,19 +321,3 @@ TEST_CASE("bedrock: an unknown interpreter is NOT_FOUND", "[bedrock]") {
   }
 }
 
-TEST_CASE("bedrock: terminate from another thread cancels an execution in flight", "[bedrock]") {
-  BedrockServer server;
-  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
-  std::thread killer([&] {
-    std::this_thread::sleep_for(800ms);
-    sandbox->terminate();
-  });
-  const auto start = std::chrono::steady_clock::now();
-  const auto r = sandbox->execute_code("import time\ntime.sleep(20)");
-  killer.join();
-  CHECK(std::chrono::steady_clock::now() - start < 10s);
-  CHECK(r.status == ExecutionStatus::kUnknown);
-  REQUIRE(r.failure);
-  CHECK(r.failure->exception_type == "cancelled");
-  CHECK(server.alive().empty());
-}
