@@ -14,7 +14,7 @@ sanitizers=("$@")
 for sanitizer in "${sanitizers[@]}"; do
   case "$sanitizer" in
     asan)
-      select=(-L '^(unit|contract|security)$' -LE '^security_(cold|kernel_only|realm_only)$')
+      select=(-L '^(unit|contract|security_both)$')
       targets=(unit_tests contract_tests security_tests security_api_tests) ;;
     tsan)
       select=(-L '^concurrency$')
