@@ -107,7 +107,7 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::command(std::string_view cmd, con
   detail::OutputStream out(o.on_stdout ? &o.on_stdout : nullptr, stub.options.max_output_bytes);
   detail::OutputStream err(o.on_stderr ? &o.on_stderr : nullptr, stub.options.max_output_bytes);
   // getTask reports everything so far; the callbacks get it line by line after the answer.
-  const bool callback_threw = !detail::deliver_guarded([&] {
+  const auto callback_threw = detail::deliver_guarded([&] {
     out.feed(last.out);
     err.feed(last.err);
     out.finish();
@@ -138,7 +138,7 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::command(std::string_view cmd, con
     return r;
   }
   if (callback_threw) {
-    detail::mark_callback_threw(r);
+    detail::mark_callback_threw(r, *callback_threw);
     return r;
   }
   const std::optional<int> code = last.exit_code();

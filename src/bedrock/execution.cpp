@@ -103,17 +103,18 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::execute(std::string_view code_vie
   const auto started = Clock::now();  // duration is the execution itself, after the uploads (execution.hpp)
   detail::OutputStream out(o.on_stdout ? &o.on_stdout : nullptr, stub.options.max_output_bytes);
   detail::OutputStream err(o.on_stderr ? &o.on_stderr : nullptr, stub.options.max_output_bytes);
-  const auto finish = [&] {
-    (void)detail::deliver_guarded([&] {
-      out.finish();
-      err.finish();
-    }, {&out, &err});
-  };
   json arguments = {{"code", sent}, {"language", language_name(language)}};
-  const auto inv = invoke(http::Operation::kAgentCoreExecuteCode, "executeCode", std::move(arguments),
-                          budget.count() > 0 ? budget : milliseconds(0), call->token(), &out, &err);
-  finish();
+  auto inv = invoke(http::Operation::kAgentCoreExecuteCode, "executeCode", std::move(arguments),
+                    budget.count() > 0 ? budget : milliseconds(0), call->token(), &out, &err);
+  // The last partial lines; a callback that throws on them makes the result kUnknown as one that threw earlier.
+  if (auto thrown = detail::deliver_guarded([&] {
+        out.finish();
+        err.finish();
+      }, {&out, &err});
+      thrown && !inv.callback_threw)
+    inv.callback_threw = std::move(thrown);
   ExecutionResult r;
+  std::optional<std::string> text_thrown;  // what a callback threw on the text blocks
   if (auto failed = failure_of(inv, code, "execute")) {
     r = std::move(*failed);
     if (r.status == ExecutionStatus::kTimeout && r.timeout_kind == TimeoutKind::kExecution)
@@ -135,7 +136,7 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::execute(std::string_view code_vie
       for (const auto& block : inv.content)
         if (block.is_object() && bedrock::string_member(block, "type", "") == "text" && block.contains("text") && block["text"].is_string())
           text += block["text"].get<std::string>();
-      (void)detail::deliver_guarded([&] {
+      text_thrown = detail::deliver_guarded([&] {
         (r.status == ExecutionStatus::kSuccess ? out : err).feed(text);
         out.finish();
         err.finish();
@@ -153,6 +154,7 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::execute(std::string_view code_vie
     r.code_error = parse_python_error(r.stderr_text);
     r.error = r.stderr_text.empty() ? "the code failed with exit code " + std::to_string(r.exit_code) : r.stderr_text;
   }
+  if (text_thrown) detail::mark_callback_threw(r, *text_thrown);
   // Absent when the code was never sent (execution.hpp): e.g. a call cancelled before it started.
   if (inv.exchange.request_written) r.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
   return r;

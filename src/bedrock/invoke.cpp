@@ -106,7 +106,7 @@ std::optional<ExecutionResult> BedrockAgentCoreSandbox::Impl::failure_of(const I
     return r;
   }
   if (inv.callback_threw) {
-    detail::mark_callback_threw(r);
+    detail::mark_callback_threw(r, *inv.callback_threw);
     return r;
   }
   if (inv.exception) {

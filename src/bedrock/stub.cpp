@@ -65,7 +65,10 @@ void merge_result(Invocation& inv, const json& payload, detail::OutputStream* ou
       const auto& text = value.get_ref<const std::string&>();
       (key == "stdout" ? inv.out : inv.err) += text;
       auto* stream = key == "stdout" ? out : err;
-      if (stream != nullptr && !detail::deliver_guarded([&] { stream->feed(text); }, {out, err})) inv.callback_threw = true;
+      if (stream == nullptr) continue;
+      // A silenced stream still collects the text; the first throw is the one reported.
+      if (auto thrown = detail::deliver_guarded([&] { stream->feed(text); }, {out, err}); thrown && !inv.callback_threw)
+        inv.callback_threw = std::move(thrown);
       continue;
     }
     inv.structured[key] = value;

@@ -65,7 +65,7 @@ struct Invocation {
   std::size_t result_bytes = 0;    ///< payload bytes of the result events so far
   std::uint64_t file_bytes = 0;    ///< decoded file content (resource text / blob) of the result events so far
   bool over_cap = false;           ///< file_bytes passed the read's cap: the transfer was stopped
-  bool callback_threw = false;
+  std::optional<std::string> callback_threw;  ///< what an output callback threw (detail::deliver_guarded)
 
   /// The service's exitCode, if it sent one; untrusted, so never wrapped or read as success when malformed
   /// (core/untrusted.hpp).

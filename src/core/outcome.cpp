@@ -42,12 +42,14 @@ SandboxStartError install_packages_error(const ExecutionResult& result, const st
                            Stage::kInstallPackages, ErrorKind::kInternal);
 }
 
-void mark_callback_threw(ExecutionResult& r) {
+void mark_callback_threw(ExecutionResult& r, std::string_view thrown) {
   r.status = ExecutionStatus::kUnknown;
   r.exit_code = -1;
   r.timeout_kind.reset();
   r.failure = FailureDetail{"callback.exception", false};
-  r.error = "an output callback threw; the call was cancelled";
+  r.error = "an output callback threw: " + std::string(thrown);
+  r.results.clear();
+  r.code_error.reset();
 }
 
 void terminate_on_destruction(const std::function<void()>& terminate, std::string_view backend, std::string_view noun,

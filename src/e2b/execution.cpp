@@ -59,7 +59,7 @@ void apply(const http::Verdict& verdict, ExecutionResult& r) {
 }
 
 void apply_fault(StreamFault fault, const std::string& detail, ExecutionResult& r) {
-  if (fault == StreamFault::kCallbackThrew) return detail::mark_callback_threw(r);
+  if (fault == StreamFault::kCallbackThrew) return detail::mark_callback_threw(r, detail);
   r.status = ExecutionStatus::kUnknown;
   r.exit_code = -1;
   r.timeout_kind.reset();

@@ -83,6 +83,9 @@ std::vector<FileInfo> E2BSandbox::do_list_files(std::string_view dir) {
 }
 
 void E2BSandbox::do_remove_file(std::string_view path) {
+  // envd's Remove of a missing path is a silent no-op (docs/protocols/e2b.md "filesystem.Filesystem"); remove_file
+  // promises kNotFound, which Stat's not_found gives.
+  (void)impl_->rpc("filesystem.Filesystem/Stat", {{"path", path}}, Stage::kUpload, "remove_file");
   (void)impl_->rpc("filesystem.Filesystem/Remove", {{"path", path}}, Stage::kUpload, "remove_file");
 }
 

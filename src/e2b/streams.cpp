@@ -28,8 +28,6 @@ const std::string* string_field(const json& object, const char* name) {
   return it != object.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
 }
 
-constexpr const char* kCallbackThrew = "an output callback threw";
-
 // The one handler for what a stream's event throws: a nlohmann::json::exception is a malformed event; anything else
 // came out of a caller's callback (core/callback_guard.hpp), so both streams stop calling back.
 template <typename Fail>
@@ -39,9 +37,9 @@ bool fault_of_current_exception(detail::OutputStream& out, detail::OutputStream&
   } catch (const nlohmann::json::exception&) {
     return fail(StreamFault::kMalformed, "a malformed event");
   } catch (...) {
-    out.silence();
-    err.silence();
-    return fail(StreamFault::kCallbackThrew, kCallbackThrew);
+    // Reached only by a throw outside deliver_guarded; its text is taken the same way.
+    auto thrown = detail::deliver_guarded([] { throw; }, {&out, &err});
+    return fail(StreamFault::kCallbackThrew, std::move(*thrown));
   }
 }
 
@@ -94,11 +92,11 @@ bool ExecuteStream::finish() {
 }
 
 void ExecuteStream::finish_output() {
-  if (!detail::deliver_guarded([this] {
+  if (auto thrown = detail::deliver_guarded([this] {
         out_.finish();
         err_.finish();
       }, {&out_, &err_}))
-    fail(StreamFault::kCallbackThrew, kCallbackThrew);
+    fail(StreamFault::kCallbackThrew, std::move(*thrown));
 }
 
 bool ExecuteStream::on_line(std::string_view line) {
@@ -116,8 +114,8 @@ bool ExecuteStream::on_line(std::string_view line) {
       const std::string* text = string_field(event, "text");
       if (text == nullptr) return fail(StreamFault::kMalformed, "an output event without text");
       // Whatever the callback throws, a nlohmann::json::exception included, is the callback's.
-      if (!detail::deliver_guarded([&] { (*type == "stdout" ? out_ : err_).feed(*text); }, {&out_, &err_}))
-        return fail(StreamFault::kCallbackThrew, kCallbackThrew);
+      if (auto thrown = detail::deliver_guarded([&] { (*type == "stdout" ? out_ : err_).feed(*text); }, {&out_, &err_}))
+        return fail(StreamFault::kCallbackThrew, std::move(*thrown));
     } else if (*type == "result") {
       RichResult result;
       for (const auto& [key, mime] : kMimeKeys) {
@@ -200,11 +198,11 @@ bool ProcessStream::feed(std::string_view bytes) {
 }
 
 void ProcessStream::finish() {
-  if (!detail::deliver_guarded([this] {
+  if (auto thrown = detail::deliver_guarded([this] {
         out_.finish();
         err_.finish();
       }, {&out_, &err_}))
-    fail(StreamFault::kCallbackThrew, kCallbackThrew);
+    fail(StreamFault::kCallbackThrew, std::move(*thrown));
 }
 
 bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
@@ -239,8 +237,8 @@ bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
         auto bytes = detail::base64_decode(*field);
         if (!bytes) return fail(StreamFault::kMalformed, "output that is not base64");
         // Whatever the callback throws, a nlohmann::json::exception included, is the callback's.
-        if (!detail::deliver_guarded([&] { (name[3] == 'o' ? out_ : err_).feed(*bytes); }, {&out_, &err_}))
-          return fail(StreamFault::kCallbackThrew, kCallbackThrew);
+        if (auto thrown = detail::deliver_guarded([&] { (name[3] == 'o' ? out_ : err_).feed(*bytes); }, {&out_, &err_}))
+          return fail(StreamFault::kCallbackThrew, std::move(*thrown));
       }
     } else if (const auto end = event.find("end"); end != event.end()) {
       End e;

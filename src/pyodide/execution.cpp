@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "code_interpreter/logging.hpp"
+#include "core/callback_guard.hpp"
 #include "core/output.hpp"
 #include "pyodide/outcome.hpp"
 #include "pyodide/sandbox_impl.hpp"
@@ -91,15 +92,9 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
   // Delivers the final partial lines; a throwing callback there still turns the result into kUnknown.
   auto finish_streams = [&] {
     for (auto* s : {&out, &err}) {
-      try {
-        s->finish();
-      } catch (const std::exception& e) {
-        if (reason != StopReason::kCallback) callback_error = e.what();
+      if (auto thrown = detail::deliver_guarded([&] { s->finish(); }, {&out, &err})) {
+        if (reason != StopReason::kCallback) callback_error = std::move(*thrown);
         reason = StopReason::kCallback;
-        s->silence();
-      } catch (...) {
-        reason = StopReason::kCallback;
-        s->silence();
       }
     }
     r.stdout_text = out.take_text();
@@ -148,18 +143,8 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
 
   // Runs the output callbacks through `deliver`; one that throws stops both and the code (docs/errors.md "Output").
   auto guarded = [&](auto&& deliver) {
-    try {
-      deliver();
-    } catch (...) {
-      try {
-        throw;
-      } catch (const std::exception& e) {
-        callback_error = e.what();
-      } catch (...) {
-        callback_error = "a non-standard exception";
-      }
-      out.silence();
-      err.silence();
+    if (auto thrown = detail::deliver_guarded(deliver, {&out, &err})) {
+      callback_error = std::move(*thrown);
       reason = StopReason::kCallback;
       ask_to_stop(StopReason::kCallback);
     }

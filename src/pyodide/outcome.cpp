@@ -2,6 +2,7 @@
 #include "pyodide/outcome.hpp"
 
 #include "core/nested.hpp"
+#include "core/outcome.hpp"
 
 namespace code_interpreter::detail {
 
@@ -79,7 +80,7 @@ void set_stopped(ExecutionResult& r, StopReason reason, bool killed, const std::
       set_unknown(r, "cancelled", killed ? "cancelled; the runtime was restarted" : "cancelled");
       break;
     case StopReason::kCallback:
-      set_unknown(r, "callback.exception", "an output callback threw: " + callback_error);
+      detail::mark_callback_threw(r, callback_error);
       break;
   }
 }

@@ -187,6 +187,14 @@ CONTRACT_SCENARIO("remove_file removes a directory tree", "[files]") {
   CHECK(h.sb().download_file("ct_tree/a/b.txt") == std::nullopt);
 }
 
+CONTRACT_SCENARIO("remove_file of a missing path throws upload not_found and removes nothing", "[files]") {
+  TestType h;
+  h.sb().write_file("ct_keep/a.txt", "a");
+  check_execution_error([&] { h.sb().remove_file("ct_keep/missing.txt"); }, ci::Stage::kUpload,
+                        ci::ErrorKind::kNotFound);
+  CHECK(h.sb().read_file("ct_keep/a.txt") == "a");
+}
+
 CONTRACT_SCENARIO("make_dir creates a directory and its parents", "[files]") {
   TestType h;
   h.sb().make_dir("ct_made/x/y");

@@ -12,6 +12,7 @@
 // Guide: docs/interpreter.md ("Testing with FakeSandbox").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -56,7 +57,8 @@ struct ExecuteCall {
 ///
 /// Follows the sandbox contract where it matters to callers: execute never throws once arguments are checked (an
 /// exhausted queue answers kError with FailureDetail{"fake.exhausted", retry_safe}); `result.code` is the code
-/// run; on_stdout / on_stderr get the scripted output line by line; after `terminate` every call but terminate
+/// run; on_stdout / on_stderr get the scripted output line by line (a line over 64 KiB in pieces; one that throws
+/// makes the call kUnknown {callback.exception}, as on the real backends); after `terminate` every call but terminate
 /// and the accessors throws SandboxNotInitializedError; reads honour `max_bytes` (default kDefaultMaxDownloadBytes)
 /// as the real backends do: read_file throws kQuotaExceeded, download_file answers nullopt, download_file_to false. Thread-safe; handlers run without the lock held, so they
 /// may block (e.g. until the call's stop_token fires) or call put_file.
@@ -274,14 +276,35 @@ class FakeSandbox : public CodeInterpreterSandbox {
     return it == files_.end() ? std::nullopt : std::optional<std::string>(it->second);
   }
 
-  static void stream_lines(const std::function<void(std::string_view)>& callback, std::string_view text) {
-    if (!callback) return;
-    while (!text.empty()) {
-      const auto newline = text.find('\n');
-      const auto length = newline == std::string_view::npos ? text.size() : newline + 1;
-      callback(text.substr(0, length));
-      text.remove_prefix(length);
+  /// The longest piece a callback gets (docs/errors.md "Output": a longer line comes in pieces).
+  static constexpr std::size_t kMaxPiece = 65536;
+
+  /// Hands `text` to `callback` as the real backends do: line by line, a line over kMaxPiece bytes in pieces cut at
+  /// character boundaries. Returns false when the callback threw, with "an output callback threw: " + what() (or
+  /// "a non-standard exception") in `thrown`.
+  static bool stream_lines(const std::function<void(std::string_view)>& callback, std::string_view text,
+                           std::string& thrown) {
+    if (!callback) return true;
+    try {
+      while (!text.empty()) {
+        const auto newline = text.find('\n');
+        std::size_t length = newline == std::string_view::npos ? text.size() : newline + 1;
+        if (length > kMaxPiece) {
+          length = kMaxPiece;
+          // Back off over UTF-8 continuation bytes, unless the piece would be empty (not UTF-8 then anyway).
+          while (length > 0 && (static_cast<unsigned char>(text[length]) & 0xC0) == 0x80) --length;
+          if (length == 0) length = kMaxPiece;
+        }
+        callback(text.substr(0, length));
+        text.remove_prefix(length);
+      }
+      return true;
+    } catch (const std::exception& e) {
+      thrown = std::string("an output callback threw: ") + e.what();
+    } catch (...) {
+      thrown = "an output callback threw: a non-standard exception";
     }
+    return false;
   }
 
   ExecutionResult run(std::string_view code, const ExecuteOptions& options, bool command) {
@@ -326,8 +349,18 @@ class FakeSandbox : public CodeInterpreterSandbox {
       result.failure = FailureDetail{"fake.exhausted", true};
     }
     result.code = std::string(code);
-    stream_lines(options.on_stdout, result.stdout_text);
-    stream_lines(options.on_stderr, result.stderr_text);
+    // A callback that throws stops both (docs/errors.md "Output"): the call is kUnknown, its text kept.
+    std::string thrown;
+    if (!stream_lines(options.on_stdout, result.stdout_text, thrown) ||
+        !stream_lines(options.on_stderr, result.stderr_text, thrown)) {
+      result.status = ExecutionStatus::kUnknown;
+      result.exit_code = -1;
+      result.timeout_kind.reset();
+      result.failure = FailureDetail{"callback.exception", false};
+      result.error = std::move(thrown);
+      result.results.clear();
+      result.code_error.reset();
+    }
     return result;
   }
 
