@@ -110,8 +110,7 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::execute(std::string_view code_vie
   if (auto thrown = detail::deliver_guarded([&] {
         out.finish();
         err.finish();
-      }, {&out, &err});
-      thrown && !inv.callback_threw)
+      }, {&out, &err}))
     inv.callback_threw = std::move(thrown);
   ExecutionResult r;
   std::optional<std::string> text_thrown;  // what a callback threw on the text blocks

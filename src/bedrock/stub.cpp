@@ -65,9 +65,9 @@ void merge_result(Invocation& inv, const json& payload, detail::OutputStream* ou
       const auto& text = value.get_ref<const std::string&>();
       (key == "stdout" ? inv.out : inv.err) += text;
       auto* stream = key == "stdout" ? out : err;
+      // After a throw both streams are silenced (they still collect the text), so no callback throws twice.
       if (stream == nullptr) continue;
-      // A silenced stream still collects the text; the first throw is the one reported.
-      if (auto thrown = detail::deliver_guarded([&] { stream->feed(text); }, {out, err}); thrown && !inv.callback_threw)
+      if (auto thrown = detail::deliver_guarded([&] { stream->feed(text); }, {out, err}))
         inv.callback_threw = std::move(thrown);
       continue;
     }

@@ -32,9 +32,9 @@ SandboxStartError install_packages_error(const ExecutionResult& result, const st
                                          std::chrono::milliseconds budget);
 
 /// Relabels `r` as a call cancelled because an output callback threw (docs/errors.md "FailureDetail"): kUnknown, exit
-/// code -1, no timeout kind, results or code_error, {callback.exception, not retry_safe}, error "an output callback threw: " + `thrown`.
-/// Output received before stays. The guard that catches the throw, and gives `thrown`, is detail::deliver_guarded
-/// (core/callback_guard.hpp).
+/// code -1, no timeout kind, results or code_error, {callback.exception, not retry_safe}, error
+/// "an output callback threw: " + `thrown`. Output received before stays. The guard that catches the throw, and
+/// gives `thrown`, is detail::deliver_guarded (core/callback_guard.hpp).
 void mark_callback_threw(ExecutionResult& r, std::string_view thrown);
 
 /// What a backend's destructor does for a sandbox the caller did not terminate: `terminate()` (no timeout), and a
