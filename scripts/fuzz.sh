@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(frame_fuzz output_fuzz ndjson_fuzz envelope_fuzz base64_fuzz event_stream_fuzz)
+((${#targets[@]})) || targets=(frame_fuzz output_fuzz ndjson_fuzz envelope_fuzz base64_fuzz event_stream_fuzz python_error_fuzz)
 # clang and its libFuzzer runtime come from Debian's clang and libclang-rt-14-dev.
 ./scripts/setup.sh clang libclang-rt-14-dev
 # Quiet when it works; when configuring or building fails, the end of its output and what failed.

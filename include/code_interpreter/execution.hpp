@@ -200,6 +200,12 @@ struct Capabilities {
   bool packages = false;        ///< additional_packages can be installed
   bool network = false;         ///< the code can reach the network
   bool interrupt = false;       ///< a timeout interrupts the code without losing state
+  /// `results` carries the value of the last expression (docs/errors.md "What each result carries"); false: it is
+  /// never returned (Bedrock AgentCore), so the code must print what the caller needs.
+  bool expression_results = false;
+  /// on_stdout / on_stderr receive each line while the code runs; false: every line arrives, in order, only once the
+  /// backend's answer does (Bedrock AgentCore sends the output with the result; FakeSandbox after its handler).
+  bool streaming_output = false;
   std::vector<Language> languages;
   std::string upload_dir;       ///< where ExecuteOptions::files go by default
   friend bool operator==(const Capabilities&, const Capabilities&) = default;

@@ -168,7 +168,9 @@ void BedrockAgentCoreSandbox::Impl::stop_task(const std::string& task_id) {
 }
 
 ExecutionResult BedrockAgentCoreSandbox::do_execute_command(std::string_view command, const CommandOptions& options) {
-  return impl_->command(command, options);
+  auto r = impl_->command(command, options);
+  impl_->calls.mark_state_lost_by_terminate(r);
+  return r;
 }
 
 }  // namespace code_interpreter

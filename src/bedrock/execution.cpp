@@ -1,6 +1,5 @@
 // AgentCore's execute_code: the executeCode tool (docs/protocols/bedrock.md "Tools"), after the attachments are
 // uploaded through the file tools, with ExecuteOptions::env emulated by a wrapper.
-#include <cctype>
 #include <fstream>
 #include <iterator>
 
@@ -8,6 +7,7 @@
 #include "core/defaults.hpp"
 #include "core/outcome.hpp"
 #include "bedrock/bedrock_impl.hpp"
+#include "bedrock/python_error.hpp"
 
 namespace code_interpreter {
 namespace {
@@ -22,36 +22,6 @@ std::string_view language_name(Language language) {
     case Language::kTypeScript: return "typescript";
     default: return "python";
   }
-}
-
-// The last "Name: value" line of a Python traceback in stderr (the service reports exceptions only as text).
-// A linear scan, not std::regex: libstdc++'s matcher recurses once per character and overflows the stack on a
-// line of ~100 KB, and an exception's message can be that long.
-std::optional<CodeError> parse_python_error(const std::string& stderr_text) {
-  if (stderr_text.find("Traceback (most recent call last)") == std::string::npos) return std::nullopt;
-  std::size_t end = stderr_text.size();
-  while (end > 0) {
-    const auto start = stderr_text.rfind('\n', end - 1);
-    const std::size_t from = start == std::string::npos ? 0 : start + 1;
-    const std::string_view line = std::string_view(stderr_text).substr(from, end - from);
-    end = start == std::string::npos ? 0 : start;
-    if (line.empty()) continue;
-    // ^([A-Za-z_][A-Za-z0-9_.]*)(?::\s?(.*))?$
-    const auto ident = [](unsigned char c) { return std::isalpha(c) || c == '_'; };
-    if (!ident(static_cast<unsigned char>(line[0]))) return std::nullopt;
-    std::size_t n = 1;
-    while (n < line.size() && (ident(static_cast<unsigned char>(line[n])) || std::isdigit(static_cast<unsigned char>(line[n])) ||
-                               line[n] == '.'))
-      ++n;
-    if (n == line.size()) return CodeError{std::string(line), "", stderr_text};
-    if (line[n] != ':') return std::nullopt;
-    std::size_t value = n + 1;
-    if (value < line.size() && std::isspace(static_cast<unsigned char>(line[value]))) ++value;
-    // '.' in the pattern stops at '\r' as it does at '\n'.
-    if (line.find('\r', value) != std::string_view::npos) return std::nullopt;
-    return CodeError{std::string(line.substr(0, n)), std::string(line.substr(value)), stderr_text};
-  }
-  return std::nullopt;
 }
 
 // The service has no per-call environment: the code runs inside a wrapper that sets and then restores the
@@ -114,6 +84,7 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::execute(std::string_view code_vie
     inv.callback_threw = std::move(thrown);
   ExecutionResult r;
   std::optional<std::string> text_thrown;  // what a callback threw on the text blocks
+  bool code_failed = false;                // the code ran and failed (not a call that failed)
   if (auto failed = failure_of(inv, code, "execute")) {
     r = std::move(*failed);
     if (r.status == ExecutionStatus::kTimeout && r.timeout_kind == TimeoutKind::kExecution)
@@ -128,6 +99,7 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::execute(std::string_view code_vie
     } else {
       r.status = ExecutionStatus::kError;
       r.exit_code = exit && *exit != 0 ? *exit : 1;
+      code_failed = true;
     }
     // Without structuredContent, the text blocks are the output.
     if (inv.out.empty() && inv.err.empty() && !inv.structured.contains("stdout")) {
@@ -149,9 +121,12 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::execute(std::string_view code_vie
   r.truncated = out.truncated() || err.truncated();
   r.stdout_text = out.take_text();
   r.stderr_text = err.take_text();
-  if (r.status == ExecutionStatus::kError && r.exit_code > 0 && language == Language::kPython) {
-    r.code_error = parse_python_error(r.stderr_text);
-    r.error = r.stderr_text.empty() ? "the code failed with exit code " + std::to_string(r.exit_code) : r.stderr_text;
+  if (code_failed && language == Language::kPython) {
+    r.code_error = bedrock::parse_python_error(r.stderr_text, r.exit_code);
+    if (r.code_error)  // docs/errors.md: the traceback, or "Name: value" when there is none
+      r.error = r.code_error->traceback.empty() ? r.code_error->name + ": " + r.code_error->value : r.code_error->traceback;
+    else
+      r.error = r.stderr_text.empty() ? "the code failed with exit code " + std::to_string(r.exit_code) : r.stderr_text;
   }
   if (text_thrown) detail::mark_callback_threw(r, *text_thrown);
   // Absent when the code was never sent (execution.hpp): e.g. a call cancelled before it started.
@@ -160,7 +135,9 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::execute(std::string_view code_vie
 }
 
 ExecutionResult BedrockAgentCoreSandbox::do_execute_code(std::string_view code, const ExecuteOptions& options) {
-  return impl_->execute(code, options);
+  auto r = impl_->execute(code, options);
+  impl_->calls.mark_state_lost_by_terminate(r);
+  return r;
 }
 
 }  // namespace code_interpreter

@@ -157,8 +157,10 @@ std::optional<std::string> BedrockAgentCoreSandbox::sandbox_id() const { return 
 Capabilities BedrockAgentCoreSandbox::capabilities() const {
   // No network: the built-in interpreter's SANDBOX network mode reaches S3 and DNS only (docs/protocols/bedrock.md
   // "Interpreters and session lifetime"). No interrupt: an executeCode cannot be stopped. A relative upload
-  // directory: the service rejects absolute paths (docs/protocols/bedrock.md "File tools").
-  return detail::cloud_capabilities(/*network=*/false, /*interrupt=*/false,
+  // directory: the service rejects absolute paths (docs/protocols/bedrock.md "File tools"). The result event holds
+  // the output and no value of the last expression (docs/protocols/bedrock.md "Tools").
+  return detail::cloud_capabilities({.network = false, .interrupt = false, .expression_results = false,
+                                     .streaming_output = false},
                                     {Language::kPython, Language::kJavaScript, Language::kTypeScript},
                                     detail::kRelativeUploadDir);
 }

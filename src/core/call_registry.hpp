@@ -10,6 +10,7 @@
 #include <stop_token>
 
 #include "code_interpreter/errors.hpp"
+#include "code_interpreter/execution.hpp"
 
 namespace code_interpreter::detail {
 
@@ -45,10 +46,11 @@ class CallRegistry {
     return call;
   }
 
-  /// Requests a stop of every call in flight. Returns false when already terminated.
+  /// Requests a stop of every call in flight, for terminate. Returns false when already terminated.
   bool cancel_all() {
     std::lock_guard lock(mutex_);
     if (terminated_) return false;
+    terminating_ = true;
     for (auto* source : inflight_) source->request_stop();
     return true;
   }
@@ -62,9 +64,18 @@ class CallRegistry {
     return terminated_;
   }
 
+  /// A call cancelled by terminate lost the sandbox's state with it (docs/errors.md "terminate"): `r`, returned by a
+  /// call that was cancelled after its code was sent, gets state_lost once terminate has begun.
+  void mark_state_lost_by_terminate(ExecutionResult& r) const {
+    std::lock_guard lock(mutex_);
+    if (terminating_ && r.status == ExecutionStatus::kUnknown && r.failure && r.failure->exception_type == "cancelled")
+      r.state_lost = true;
+  }
+
  private:
   mutable std::mutex mutex_;
   bool terminated_ = false;
+  bool terminating_ = false;  // terminate has begun (cancel_all), whether or not it ends in success
   std::set<std::stop_source*> inflight_;
 };
 

@@ -36,14 +36,22 @@ inline constexpr std::string_view kUploadDir = "/files";
 inline constexpr std::string_view kRelativeUploadDir = "files";
 
 /// What a cloud sandbox (E2B, AgentCore) can do: it keeps state, runs shell commands, has files, a filesystem and
-/// packages; whether its code reaches the network or a timeout interrupts it, its languages and its upload
-/// directory are the backend's.
-inline Capabilities cloud_capabilities(bool network, bool interrupt, std::vector<Language> languages,
+/// packages; whether its code reaches the network, a timeout interrupts it, the last expression's value and the
+/// output arrive while the code runs, its languages and its upload directory are the backend's.
+struct CloudTraits {
+  bool network = false;
+  bool interrupt = false;
+  bool expression_results = false;
+  bool streaming_output = false;
+};
+inline Capabilities cloud_capabilities(CloudTraits traits, std::vector<Language> languages,
                                        std::string_view upload_dir) {
   Capabilities c;
   c.stateful = c.shell_commands = c.file_download = c.filesystem = c.packages = true;
-  c.network = network;
-  c.interrupt = interrupt;
+  c.network = traits.network;
+  c.interrupt = traits.interrupt;
+  c.expression_results = traits.expression_results;
+  c.streaming_output = traits.streaming_output;
   c.languages = std::move(languages);
   c.upload_dir = std::string(upload_dir);
   return c;

@@ -22,8 +22,57 @@ inline constexpr int kMaxJsonNesting = 1000;
 /// The DOM costs up to ~30 times the text's size for tiny values; beyond this many values an answer is hostile.
 inline constexpr std::size_t kMaxJsonValues = std::size_t{1} << 20;
 
-/// Parses untrusted JSON. The result is discarded (`is_discarded()`) when the text is not JSON, nests deeper than
-/// `max_depth` or holds more than `max_values` values (parsing stops there, before the DOM grows further).
+/// `text` with every `\uXXXX` escape of a lone UTF-16 surrogate (one not in a high-low pair) rewritten as an escaped
+/// backslash followed by `uxxxx`, or nothing when it has none. Python's json.dumps writes such escapes for a str
+/// holding a lone surrogate (from `surrogateescape`, say), and a JSON string cannot hold one as UTF-8: with this the
+/// string keeps the escape as text, as docs/errors.md ("The user's exception") promises, instead of the whole
+/// answer being refused.
+inline std::optional<std::string> escape_lone_surrogates(std::string_view text) {
+  const auto hex = [&](std::size_t at) -> int {
+    if (at + 4 > text.size()) return -1;
+    int v = 0;
+    for (std::size_t i = at; i < at + 4; ++i) {
+      const char c = text[i];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) return -1;
+      v = v * 16 + d;
+    }
+    return v;
+  };
+  std::optional<std::string> out;
+  std::size_t copied = 0;
+  for (std::size_t at = text.find('\\'); at != std::string_view::npos && at + 1 < text.size(); at = text.find('\\', at)) {
+    if (text[at + 1] != 'u') {
+      at += 2;  // any other escape, an escaped backslash included
+      continue;
+    }
+    const int unit = hex(at + 2);
+    if (unit < 0xD800 || unit > 0xDFFF) {
+      at += 2;
+      continue;
+    }
+    if (unit <= 0xDBFF && at + 7 < text.size() && text[at + 6] == '\\' && text[at + 7] == 'u') {
+      const int low = hex(at + 8);
+      if (low >= 0xDC00 && low <= 0xDFFF) {
+        at += 12;  // a pair: one character
+        continue;
+      }
+    }
+    if (!out) out.emplace();
+    out->append(text.substr(copied, at - copied));
+    static constexpr char kDigits[] = "0123456789abcdef";
+    out->append("\\\\u");
+    for (int shift = 12; shift >= 0; shift -= 4) out->push_back(kDigits[(unit >> shift) & 0xF]);
+    at += 6;
+    copied = at;
+  }
+  if (out) out->append(text.substr(copied));
+  return out;
+}
+
+/// Parses untrusted JSON, a lone surrogate's escape kept as text (escape_lone_surrogates). The result is discarded
+/// (`is_discarded()`) when the text is not JSON, nests deeper than `max_depth` or holds more than `max_values`
+/// values (parsing stops there, before the DOM grows further).
 inline nlohmann::json parse_untrusted_json(std::string_view text, int max_depth = kMaxJsonNesting,
                                            std::size_t max_values = kMaxJsonValues) {
   struct Refused {};
@@ -36,6 +85,8 @@ inline nlohmann::json parse_untrusted_json(std::string_view text, int max_depth 
     return true;
   };
   try {
+    if (text.find("\\u") != std::string_view::npos)
+      if (const auto escaped = escape_lone_surrogates(text)) return nlohmann::json::parse(*escaped, check, false);
     return nlohmann::json::parse(text, check, false);
   } catch (const Refused&) {
     return nlohmann::json(nlohmann::json::value_t::discarded);

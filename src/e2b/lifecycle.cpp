@@ -210,7 +210,8 @@ E2BSandbox::~E2BSandbox() {
 std::optional<std::string> E2BSandbox::sandbox_id() const { return impl_->stub.id; }
 
 Capabilities E2BSandbox::capabilities() const {
-  return detail::cloud_capabilities(/*network=*/true, /*interrupt=*/true,
+  return detail::cloud_capabilities({.network = true, .interrupt = true, .expression_results = true,
+                                     .streaming_output = true},
                                     {Language::kPython, Language::kJavaScript, Language::kTypeScript, Language::kBash,
                                      Language::kR, Language::kJava},
                                     detail::kUploadDir);

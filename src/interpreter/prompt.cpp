@@ -42,8 +42,10 @@ std::string tool_description(const SandboxFacts& facts) {
   const std::string language = language_name(facts.language);
   std::string out = fmt::format(
       "Runs {} code in a sandbox and returns what it printed (stdout, then stderr), the error with its traceback if "
-      "it failed, and the value of the last expression.",
-      language);
+      "it failed{}",
+      language,
+      caps.expression_results ? ", and the value of the last expression."
+                              : ". The value of the last expression is not returned: print what you need.");
   out += caps.stateful
              ? " The sandbox keeps its state between calls: variables, imports and files persist from one call to the "
                "next."

@@ -292,6 +292,8 @@ Capabilities PyodideSandbox::capabilities() const {
   c.packages = true;
   c.network = false;
   c.interrupt = true;
+  c.expression_results = true;
+  c.streaming_output = true;
   c.languages = {Language::kPython};
   c.upload_dir = detail::kUploadDir;
   return c;

@@ -100,6 +100,7 @@ FakeHarness::FakeHarness() {
       }
       ExecutionResult r = unknown("cancelled");
       r.stdout_text = out;
+      r.state_lost = fake.terminated();  // terminate discards the sandbox's state (docs/errors.md "terminate")
       return r;
     };
   };
@@ -123,6 +124,17 @@ FakeHarness::FakeHarness() {
   fixed(p::kDivZero, failed(1, "ZeroDivisionError", "division by zero", "before\n"));
   fixed(p::kSyntaxError, failed(1, "SyntaxError", "invalid syntax"));
   fixed(p::kRaiseValue, failed(1, "ValueError", "bad value"));
+  {
+    auto value = ok({});
+    value.results.push_back(ci::RichResult{{{"text/plain", "42"}}, true});
+    fixed(p::kExpression, value);
+  }
+  // The fake delivers a result's lines once its handler returns (Capabilities::streaming_output false).
+  add(p::kLineThenSleep, [](std::string_view, const ci::ExecuteOptions&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    return ok("early\nlate\n");
+  });
+  fixed(p::kMultilineValue, failed(1, "ValueError", "first\nsecond"));
   fixed(p::kExit3, failed(3, "SystemExit", "3"));
   fixed(p::kExitMinus1, failed(-1, "SystemExit", "-1"));
   fixed(p::kExit256, failed(256, "SystemExit", "256"));

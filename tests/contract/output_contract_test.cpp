@@ -240,3 +240,28 @@ CONTRACT_SCENARIO("a thousand lines reach the callback one by one", "[output][ca
   CHECK(c.out.back() == "999\n");
   CHECK(Collected::joined(c.out) == expected);
 }
+
+CONTRACT_SCENARIO("a line reaches the callback while the code runs where the backend streams, else with the answer",
+                  "[output][callbacks][streaming]") {
+  TestType h;
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::string> lines;
+  std::optional<Clock::time_point> first;
+  ci::ExecuteOptions options;
+  options.timeout = std::chrono::seconds(30);
+  options.on_stdout = [&](std::string_view line) {
+    if (!first) first = Clock::now();
+    lines.emplace_back(line);
+  };
+  const auto r = h.exec(prog::kLineThenSleep, options);
+  const auto returned = Clock::now();
+  check_success(r, prog::kLineThenSleep, "early\nlate\n");
+  CHECK(lines == std::vector<std::string>{"early\n", "late\n"});
+  REQUIRE(first);
+  // The code sleeps 1.5 s between its two lines: a streamed first line arrives at least that long before the
+  // answer; one that comes with the answer arrives just before the call returns.
+  if (h.sb().capabilities().streaming_output)
+    CHECK(returned - *first >= std::chrono::seconds(1));
+  else
+    CHECK(returned - *first < std::chrono::seconds(1));
+}

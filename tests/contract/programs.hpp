@@ -25,6 +25,7 @@ inline constexpr std::string_view kExitVeryHuge = "import sys\nsys.exit(10**400)
 inline constexpr std::string_view kOwnKeyboardInterrupt = "raise KeyboardInterrupt('mine')";
 inline constexpr std::string_view kSurrogate = "raise ValueError(b'\\xff'.decode('utf-8', 'surrogateescape'))";
 inline constexpr std::string_view kRaiseValue = "raise ValueError('bad value')";
+inline constexpr std::string_view kMultilineValue = "raise ValueError('first\\nsecond')";
 inline constexpr std::string_view kOwnClass = "class CtError(Exception):\n    pass\nraise CtError('custom')";
 inline constexpr std::string_view kEmptyMessage = "raise RuntimeError()";
 inline constexpr std::string_view kChained =
@@ -34,6 +35,7 @@ inline constexpr std::string_view kStderrThenRaise =
 inline constexpr std::string_view kSetX = "x = 41";
 inline constexpr std::string_view kPrintX = "print(x + 1)";
 inline constexpr std::string_view kStatement = "y = 1 + 1";
+inline constexpr std::string_view kExpression = "6 * 7";
 inline constexpr std::string_view kNoneValue = "None";
 inline constexpr std::string_view kEmpty = "";
 inline constexpr std::string_view kPass = "pass";
@@ -67,6 +69,8 @@ inline constexpr std::string_view kNoNewline = "import sys\nsys.stdout.write('no
 inline constexpr std::string_view kNulInOutput = "print('a\\x00b\\tc')";
 inline constexpr std::string_view kThousandLines = "for i in range(1000):\n    print(i)";
 inline constexpr std::string_view kBlankLines = "print('')\nprint('')\nprint('z')";
+inline constexpr std::string_view kLineThenSleep =
+    "import time\nprint('early', flush=True)\ntime.sleep(1.5)\nprint('late')";
 
 // ---- timeouts and cancellation ----
 inline constexpr std::string_view kBusy = "while True:\n    pass";

@@ -49,6 +49,10 @@ CONTRACT_SCENARIO("a SyntaxError is ERROR exit code 1 and nothing runs", "[statu
   CHECK_FALSE(r.timeout_kind);
   CHECK(r.stdout_text.empty());
   CHECK(r.results.empty());
+  REQUIRE(r.code_error);
+  CHECK(r.code_error->name == "SyntaxError");
+  CHECK_FALSE(r.code_error->traceback.empty());
+  CHECK(r.error == r.code_error->traceback);
 }
 
 CONTRACT_SCENARIO("a ValueError keeps its str as code_error value", "[status][code_error]") {
@@ -56,19 +60,29 @@ CONTRACT_SCENARIO("a ValueError keeps its str as code_error value", "[status][co
   check_code_failed(h.exec(prog::kRaiseValue), 1, "ValueError", "bad value");
 }
 
-CONTRACT_SCENARIO("sys.exit(3) is ERROR exit code 3", "[status][exit]") {
+CONTRACT_SCENARIO("an exception whose str spans lines keeps all of it as code_error value", "[status][code_error]") {
   TestType h;
-  check_exited(h.exec(prog::kExit3), 3);
+  check_code_failed(h.exec(prog::kMultilineValue), 1, "ValueError", "first\nsecond");
+}
+
+CONTRACT_SCENARIO("lone surrogates in an exception's value come back as backslash escapes", "[status][code_error]") {
+  TestType h;
+  check_code_failed(h.exec(prog::kSurrogate), 1, "ValueError", "\\udcff");
+}
+
+CONTRACT_SCENARIO("sys.exit(3) is ERROR exit code 3 with code_error SystemExit 3", "[status][exit]") {
+  TestType h;
+  check_exited(h.exec(prog::kExit3), 3, "3");
 }
 
 CONTRACT_SCENARIO("sys.exit(-1) is exit code -1 with no FailureDetail", "[status][exit]") {
   TestType h;
-  check_exited(h.exec(prog::kExitMinus1), -1);
+  check_exited(h.exec(prog::kExitMinus1), -1, "-1");
 }
 
 CONTRACT_SCENARIO("sys.exit(256) is exit code 256: not reduced modulo 256", "[status][exit]") {
   TestType h;
-  check_exited(h.exec(prog::kExit256), 256);
+  check_exited(h.exec(prog::kExit256), 256, "256");
 }
 
 CONTRACT_SCENARIO("sys.exit with a message is exit code 1", "[status][exit]") {
@@ -109,6 +123,21 @@ CONTRACT_SCENARIO("results is empty when the code ends with a statement or the v
   check_success(none, prog::kNoneValue, "");
   CHECK(none.results.empty());
   CHECK(none.text().empty());
+}
+
+CONTRACT_SCENARIO("the last expression's repr is the main result where the backend returns it", "[status][results]") {
+  TestType h;
+  const auto r = h.exec(prog::kExpression);
+  check_success(r, prog::kExpression, "");
+  if (h.sb().capabilities().expression_results) {
+    REQUIRE(r.results.size() == 1);
+    CHECK(r.results[0].is_main_result);
+    CHECK(r.results[0].data.at("text/plain") == "42");
+    CHECK(r.text() == "42");
+  } else {
+    CHECK(r.results.empty());
+    CHECK(r.text().empty());
+  }
 }
 
 CONTRACT_SCENARIO("text joins stdout and stderr with one newline without trailing newlines", "[status][text]") {

@@ -131,6 +131,7 @@ CONTRACT_SCENARIO("terminate from another thread ends a call in flight as UNKNOW
   options.timeout = std::chrono::seconds(20);
   const auto r = run_and_interrupt(h, prog::kBusy, options, [&] { h.sb().terminate(); });
   check_unknown(r, "cancelled");
+  CHECK(r.state_lost);  // the sandbox, and the state with it, is gone (docs/errors.md "terminate")
   check_not_initialized([&] { (void)h.exec(prog::kHi); });
 }
 

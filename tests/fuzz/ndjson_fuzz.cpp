@@ -107,6 +107,7 @@ std::vector<std::string> fuzz_seeds() {
       "{\"type\": \"error\", \"name\": \"ZeroDivisionError\", \"value\": \"division by zero\", "
       "\"traceback\": \"\\u001b[0;31mZeroDivisionError\\u001b[0m: division by zero\"}\n"
       "{\"type\": \"error\", \"name\": \"X\", \"value\": \"y\", \"traceback\": [\"a\", 1, {\"b\": null}]}\n"
+      "{\"type\": \"error\", \"name\": \"ValueError\", \"value\": \"\\udcff\\ud83d\\ude00\", \"traceback\": \"\\ud800\"}\n"
       "{\"type\": \"keepalive\"}\n{\"type\": \"end_of_execution\"}";
   const std::string rich =
       "{\"type\": \"result\", \"png\": \"iVBORw0KGgo=\", \"json\": {\"a\": [1, 2.5, true]}, "

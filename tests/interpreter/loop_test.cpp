@@ -95,7 +95,7 @@ TEST_CASE("the one tool is execute_code, described from a stateful sandbox's cap
   CHECK(sandbox.execute_calls().empty());
 }
 
-TEST_CASE("a stateless sandbox without downloads is never promised state or returned files", "[interpreter]") {
+TEST_CASE("a stateless sandbox without downloads or expression results is never promised them", "[interpreter]") {
   ci::Capabilities caps;
   caps.network = true;
   caps.languages = {ci::Language::kBash};
@@ -109,7 +109,8 @@ TEST_CASE("a stateless sandbox without downloads is never promised state or retu
 
   CHECK(interpreter.tool_definition().description ==
         "Runs Bash code in a sandbox and returns what it printed (stdout, then stderr), the error with its traceback "
-        "if it failed, and the value of the last expression. Each call starts from a fresh interpreter: nothing "
+        "if it failed. The value of the last expression is not returned: print what you need. Each call starts from "
+        "a fresh interpreter: nothing "
         "persists between calls, so every call must be complete on its own. Files cannot be returned from this "
         "sandbox: put the results in the answer text. The code can reach the network. Installed packages besides "
         "the standard library: jq. Each call may run for at most 30 seconds.");

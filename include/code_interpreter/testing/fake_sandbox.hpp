@@ -70,7 +70,8 @@ class FakeSandbox : public CodeInterpreterSandbox {
   /// Computes the result of one call. `options.cancel` is the call's stop_token.
   using Handler = std::function<ExecutionResult(std::string_view code, const ExecuteOptions& options)>;
 
-  /// What PyodideSandbox reports: stateful, file download, filesystem, packages, interrupt; Python; "/files".
+  /// What PyodideSandbox reports (stateful, file download, filesystem, packages, interrupt, expression results;
+  /// Python; "/files"), except streaming_output: the fake delivers a scripted result's lines once its handler returns.
   static Capabilities pyodide_like_capabilities() {
     Capabilities c;
     c.stateful = true;
@@ -78,6 +79,7 @@ class FakeSandbox : public CodeInterpreterSandbox {
     c.filesystem = true;
     c.packages = true;
     c.interrupt = true;
+    c.expression_results = true;
     c.languages = {Language::kPython};
     c.upload_dir = "/files";
     return c;

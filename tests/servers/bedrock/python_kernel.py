@@ -93,7 +93,8 @@ def main():
             except Exception:  # noqa: BLE001 - user code may have closed or replaced a stream
                 pass
         if err_text:
-            os.write(2, err_text.encode("utf-8", "replace"))
+            # As CPython writes to its stderr: a lone surrogate (surrogateescape) as a backslash escape.
+            os.write(2, err_text.encode("utf-8", "backslashreplace"))
         os.dup2(saved_out, 1)
         os.dup2(saved_err, 2)
         stdout, t1 = read_capture(out_path)
