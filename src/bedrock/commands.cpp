@@ -168,9 +168,7 @@ void BedrockAgentCoreSandbox::Impl::stop_task(const std::string& task_id) {
 }
 
 ExecutionResult BedrockAgentCoreSandbox::do_execute_command(std::string_view command, const CommandOptions& options) {
-  auto r = impl_->command(command, options);
-  impl_->calls.mark_state_lost_by_terminate(r);
-  return r;
+  return impl_->calls.settled(impl_->command(command, options));
 }
 
 }  // namespace code_interpreter

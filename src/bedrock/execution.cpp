@@ -135,9 +135,7 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::execute(std::string_view code_vie
 }
 
 ExecutionResult BedrockAgentCoreSandbox::do_execute_code(std::string_view code, const ExecuteOptions& options) {
-  auto r = impl_->execute(code, options);
-  impl_->calls.mark_state_lost_by_terminate(r);
-  return r;
+  return impl_->calls.settled(impl_->execute(code, options));
 }
 
 }  // namespace code_interpreter

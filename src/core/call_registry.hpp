@@ -64,12 +64,13 @@ class CallRegistry {
     return terminated_;
   }
 
-  /// A call cancelled by terminate lost the sandbox's state with it (docs/errors.md "terminate"): `r`, returned by a
-  /// call that was cancelled after its code was sent, gets state_lost once terminate has begun.
-  void mark_state_lost_by_terminate(ExecutionResult& r) const {
+  /// `r`, the result of one call, as it returns to the caller: a call cancelled after its code was sent, once
+  /// terminate has begun, lost the sandbox's state with it (docs/errors.md "terminate"), so it gets state_lost.
+  [[nodiscard]] ExecutionResult settled(ExecutionResult r) const {
     std::lock_guard lock(mutex_);
     if (terminating_ && r.status == ExecutionStatus::kUnknown && r.failure && r.failure->exception_type == "cancelled")
       r.state_lost = true;
+    return r;
   }
 
  private:

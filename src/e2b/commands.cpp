@@ -93,9 +93,7 @@ ExecutionResult E2BSandbox::Impl::command(std::string_view cmd, const CommandOpt
 }
 
 ExecutionResult E2BSandbox::do_execute_command(std::string_view command, const CommandOptions& options) {
-  auto r = impl_->command(command, options);
-  impl_->calls.mark_state_lost_by_terminate(r);
-  return r;
+  return impl_->calls.settled(impl_->command(command, options));
 }
 
 }  // namespace code_interpreter

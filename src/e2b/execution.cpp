@@ -179,18 +179,14 @@ ExecutionResult E2BSandbox::Impl::execute(std::optional<std::string_view> contex
 // ---- E2BSandbox: execution and contexts ----
 
 ExecutionResult E2BSandbox::do_execute_code(std::string_view code, const ExecuteOptions& options) {
-  auto r = impl_->execute(std::nullopt, code, options);
-  impl_->calls.mark_state_lost_by_terminate(r);
-  return r;
+  return impl_->calls.settled(impl_->execute(std::nullopt, code, options));
 }
 
 ExecutionResult E2BSandbox::execute_in_context(std::string_view context_id, std::string_view code,
                                                const ExecuteOptions& options) {
   if (context_id.empty()) throw std::invalid_argument("context_id is empty");
   check_execute_options(options);
-  auto r = impl_->execute(context_id, code, options);
-  impl_->calls.mark_state_lost_by_terminate(r);
-  return r;
+  return impl_->calls.settled(impl_->execute(context_id, code, options));
 }
 
 E2BContext E2BSandbox::create_context(Language language, std::optional<std::string> cwd) {
