@@ -1,11 +1,15 @@
 // run_code: runs a Python program in a sandbox and streams its output.
 //
-//   run_code [--backend pyodide|e2b|bedrock] [--template NAME] [--interpreter ID] [--timeout SECONDS]
-//            (-c CODE | FILE | -)
+//   run_code [--config FILE.json] [--backend pyodide|e2b|bedrock] [--template NAME] [--interpreter ID]
+//            [--timeout SECONDS] (-c CODE | FILE | -)
 //
 // The program's stdout goes to stdout and its stderr to stderr, line by line as they are produced; the library's
 // own messages (an error, a traceback, a timeout) go to stderr only. Exit status: 0 SUCCESS, 1 ERROR, 2 TIMEOUT,
-// 3 UNKNOWN, 4 the sandbox could not start, 64 bad usage. --timeout 0 means no limit.
+// 3 UNKNOWN, 4 the sandbox could not start, 64 bad usage (a configuration the factory refuses included). --timeout 0
+// means no limit.
+//
+// The sandbox comes from create_sandbox (include/code_interpreter/factory.hpp): --config reads a JSON configuration
+// (its shape: docs/backends.md), and --backend, --template and --interpreter override what it says.
 //
 // --backend pyodide (the default) runs locally. --backend e2b creates an E2B sandbox from the environment:
 // E2B_API_KEY (required), and optionally E2B_DOMAIN, E2B_API_URL and E2B_SANDBOX_URL; --template names the
@@ -32,8 +36,8 @@ namespace ci = code_interpreter;
 namespace {
 
 constexpr std::string_view kUsage =
-    "usage: run_code [--backend pyodide|e2b|bedrock] [--template NAME] [--interpreter ID] [--timeout SECONDS]\n"
-    "                (-c CODE | FILE | -)\n";
+    "usage: run_code [--config FILE.json] [--backend pyodide|e2b|bedrock] [--template NAME] [--interpreter ID]\n"
+    "                [--timeout SECONDS] (-c CODE | FILE | -)\n";
 
 int usage(const char* message) {
   std::cerr << "run_code: " << message << "\n" << kUsage;
@@ -48,18 +52,22 @@ void write_stream(std::FILE* stream, std::string_view line) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string backend = "pyodide";
+  std::optional<std::string> config_file;
+  std::optional<std::string> backend;
   std::optional<std::string> template_id;
   std::optional<std::string> interpreter_id;
   ci::Timeout timeout;
   std::optional<std::string> code;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if ((arg == "--backend" || arg == "--template" || arg == "--interpreter" || arg == "--timeout" || arg == "-c") &&
+    if ((arg == "--config" || arg == "--backend" || arg == "--template" || arg == "--interpreter" ||
+         arg == "--timeout" || arg == "-c") &&
         i + 1 >= argc) {
       return usage((std::string(arg) + " needs a value").c_str());
     }
-    if (arg == "--backend") {
+    if (arg == "--config") {
+      config_file = argv[++i];
+    } else if (arg == "--backend") {
       backend = argv[++i];
     } else if (arg == "--template") {
       template_id = argv[++i];
@@ -90,7 +98,9 @@ int main(int argc, char** argv) {
       code = in.str();
     } else if (arg == "-h" || arg == "--help") {
       std::cout << kUsage
-                << "  --backend e2b reads E2B_API_KEY (required), E2B_DOMAIN, E2B_API_URL and E2B_SANDBOX_URL;\n"
+                << "  --config FILE.json reads a sandbox configuration (docs/backends.md); the options below\n"
+                   "  override what it says.\n"
+                   "  --backend e2b reads E2B_API_KEY (required), E2B_DOMAIN, E2B_API_URL and E2B_SANDBOX_URL;\n"
                    "  --template NAME picks its sandbox template (default code-interpreter-v1).\n"
                    "  --backend bedrock reads AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
                    "  AWS_PROFILE, AWS_REGION, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_BEDROCK_AGENTCORE and\n"
@@ -115,27 +125,33 @@ int main(int argc, char** argv) {
     }
   }
   if (!code) return usage("no code given");
-  if (backend != "pyodide" && backend != "e2b" && backend != "bedrock") {
-    return usage(
-        ("backend '" + backend + "' is not available in this build (available: pyodide, e2b, bedrock)").c_str());
+  ci::SandboxConfig config;
+  try {
+    if (config_file) {
+      std::ifstream file{*config_file, std::ios::binary};
+      if (!file) return usage(("cannot read " + *config_file).c_str());
+      std::stringstream text;
+      text << file.rdbuf();
+      config = ci::sandbox_config_from_json(text.str());
+    }
+    if (backend) config.backend = *backend;
+    if (template_id && config.backend != "e2b") return usage("--template applies only to --backend e2b");
+    if (interpreter_id && config.backend != "bedrock") return usage("--interpreter applies only to --backend bedrock");
+    // The API key and URLs come from the E2B_* environment; AWS credentials, region and endpoint from the AWS_*
+    // environment and files.
+    if (template_id) config.e2b.template_id = *template_id;
+    if (interpreter_id) config.bedrock.code_interpreter_identifier = *interpreter_id;
+  } catch (const ci::SandboxStartError& e) {
+    return usage(e.what());  // the configuration document was refused
   }
-  if (template_id && backend != "e2b") return usage("--template applies only to --backend e2b");
-  if (interpreter_id && backend != "bedrock") return usage("--interpreter applies only to --backend bedrock");
 
   std::unique_ptr<ci::CodeInterpreterSandbox> sandbox;
   try {
-    if (backend == "e2b") {
-      ci::E2BOptions e2b;  // the API key and URLs come from the E2B_* environment
-      if (template_id) e2b.template_id = *template_id;
-      sandbox = ci::E2BSandbox::create(std::move(e2b));
-    } else if (backend == "bedrock") {
-      ci::BedrockOptions bedrock;  // credentials, region and endpoint come from the AWS_* environment and files
-      if (interpreter_id) bedrock.code_interpreter_identifier = *interpreter_id;
-      sandbox = ci::BedrockAgentCoreSandbox::create(std::move(bedrock));
-    } else {
-      sandbox = ci::PyodideSandbox::create();
-    }
+    sandbox = ci::create_sandbox(config);
   } catch (const ci::CodeInterpreterError& e) {
+    // A backend name or setting the factory refuses is a usage error, like any other bad argument.
+    if (e.stage() == ci::Stage::kConfigure && std::string_view(e.what()).rfind("configuration: ", 0) == 0)
+      return usage(e.what());
     std::cerr << "run_code: the sandbox could not start (" << ci::to_string(e.stage()) << "): " << e.what() << "\n";
     return 4;
   }

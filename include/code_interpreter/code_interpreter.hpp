@@ -6,6 +6,7 @@
 #include "code_interpreter/bedrock_sandbox.hpp"
 #include "code_interpreter/e2b_sandbox.hpp"
 #include "code_interpreter/execution.hpp"
+#include "code_interpreter/factory.hpp"
 #include "code_interpreter/interpreter.hpp"
 #include "code_interpreter/openai_invoker.hpp"
 #include "code_interpreter/pyodide_pool.hpp"

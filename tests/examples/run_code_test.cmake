@@ -41,3 +41,13 @@ expect("timeout nan" 64 "" ${RUN_CODE} --timeout nan -c "1")
 expect("timeout inf" 64 "" ${RUN_CODE} --timeout inf -c "1")
 expect("missing value" 64 "" ${RUN_CODE} -c)
 expect("directory as file" 64 "" ${RUN_CODE} ${WORK_DIR})
+
+# --config: a JSON configuration read by the factory (docs/backends.md); a refused one is bad usage.
+file(WRITE ${WORK_DIR}/run_code_config.json "{\"backend\": \"pyodide\", \"language\": \"python\"}\n")
+expect("config" 0 "6\n" ${RUN_CODE} --config ${WORK_DIR}/run_code_config.json -c "print(2 * 3)")
+file(WRITE ${WORK_DIR}/run_code_unsupported.json "{\"lifetime_seconds\": 60}\n")
+expect("config unsupported" 64 "" ${RUN_CODE} --config ${WORK_DIR}/run_code_unsupported.json -c "1")
+if(NOT last_err MATCHES "configuration: the backend pyodide cannot honour 'lifetime_seconds'")
+  message(FATAL_ERROR "config unsupported: stderr was\n${last_err}")
+endif()
+expect("config missing" 64 "" ${RUN_CODE} --config ${WORK_DIR}/no_such_config.json -c "1")
