@@ -58,32 +58,33 @@ void check_settings(const SandboxConfig& config, bool json_keys) {
 
 }  // namespace detail
 
+namespace {
+
+// The settings every backend's options have under the same names.
+template <class Options>
+Options with_common(Options o, const SandboxConfig& config) {
+  o.language = config.language;
+  o.additional_packages = config.packages;
+  o.create_timeout = config.create_timeout;
+  o.cancel = config.cancel;
+  return o;
+}
+
+}  // namespace
+
 std::unique_ptr<CodeInterpreterSandbox> create_sandbox(const SandboxConfig& config) {
   detail::check_settings(config, /*json_keys=*/false);
   if (config.backend == "pyodide") {
-    PyodideOptions o = config.pyodide;
-    o.language = config.language;
-    o.additional_packages = config.packages;
-    o.create_timeout = config.create_timeout;
-    o.cancel = config.cancel;
-    return PyodideSandbox::create(std::move(o));
+    return PyodideSandbox::create(with_common(config.pyodide, config));
   }
   if (config.backend == "e2b") {
-    E2BOptions o = config.e2b;
-    o.language = config.language;
-    o.additional_packages = config.packages;
-    o.create_timeout = config.create_timeout;
-    o.cancel = config.cancel;
+    E2BOptions o = with_common(config.e2b, config);
     if (config.lifetime) o.lifetime = *config.lifetime;
     if (!config.env.empty()) o.env_vars = config.env;
     if (!config.metadata.empty()) o.metadata = config.metadata;
     return E2BSandbox::create(std::move(o));
   }
-  BedrockOptions o = config.bedrock;
-  o.language = config.language;
-  o.additional_packages = config.packages;
-  o.create_timeout = config.create_timeout;
-  o.cancel = config.cancel;
+  BedrockOptions o = with_common(config.bedrock, config);
   if (config.lifetime) o.session_timeout = *config.lifetime;
   if (config.name) o.session_name = *config.name;
   return BedrockAgentCoreSandbox::create(std::move(o));
