@@ -49,20 +49,9 @@ int usage(const std::string& message) {
   return 64;
 }
 
-struct BackendUnavailable {
-  std::string message;
-};
-
-// ---- Backends: the one place that maps --backend to a sandbox. Add a backend here. ----
-std::unique_ptr<ci::CodeInterpreterSandbox> make_sandbox(const std::string& backend) {
-  if (backend == "pyodide") return ci::PyodideSandbox::create();
-  if (backend == "e2b") return ci::E2BSandbox::create();  // E2B_API_KEY, E2B_DOMAIN / E2B_API_URL / E2B_SANDBOX_URL
-  // Credentials, region and endpoint: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN or the
-  // AWS_PROFILE in the shared files, AWS_REGION / AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_BEDROCK_AGENTCORE.
-  if (backend == "bedrock") return ci::BedrockAgentCoreSandbox::create();
-  throw BackendUnavailable{"unknown backend '" + backend + "' (available: pyodide, e2b, bedrock)"};
-}
-// ---- end of backends ----
+// The sandbox comes from the library's factory by name (docs/backends.md): e2b reads E2B_API_KEY, E2B_DOMAIN /
+// E2B_API_URL / E2B_SANDBOX_URL; bedrock reads AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN or the
+// AWS_PROFILE in the shared files, AWS_REGION / AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_BEDROCK_AGENTCORE.
 
 std::unique_ptr<ci::LMInvoker> make_invoker(const std::string& provider, const std::string& base_url,
                                             const std::string& model) {
@@ -173,10 +162,13 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<ci::CodeInterpreterSandbox> sandbox;
   try {
-    sandbox = make_sandbox(backend);
-  } catch (const BackendUnavailable& e) {
-    return usage(e.message);
+    ci::SandboxConfig config;
+    config.backend = backend;
+    sandbox = ci::create_sandbox(config);
   } catch (const ci::CodeInterpreterError& e) {
+    // A backend name the factory does not know is a usage error, like any other bad argument.
+    if (e.stage() == ci::Stage::kConfigure && std::string_view(e.what()).rfind("configuration: ", 0) == 0)
+      return usage(e.what());
     std::cerr << "agent: the sandbox could not start (" << ci::to_string(e.stage()) << "): " << e.what() << "\n";
     return 4;
   }
