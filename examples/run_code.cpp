@@ -9,7 +9,8 @@
 // means no limit.
 //
 // The sandbox comes from create_sandbox (include/code_interpreter/factory.hpp): --config reads a JSON configuration
-// (its shape: docs/backends.md), and --backend, --template and --interpreter override what it says.
+// (its shape: docs/backends.md); --template and --interpreter override what it says, and --backend may repeat its
+// backend but not name another.
 //
 // --backend pyodide (the default) runs locally. --backend e2b creates an E2B sandbox from the environment:
 // E2B_API_KEY (required), and optionally E2B_DOMAIN, E2B_API_URL and E2B_SANDBOX_URL; --template names the
@@ -98,8 +99,8 @@ int main(int argc, char** argv) {
       code = in.str();
     } else if (arg == "-h" || arg == "--help") {
       std::cout << kUsage
-                << "  --config FILE.json reads a sandbox configuration (docs/backends.md); the options below\n"
-                   "  override what it says.\n"
+                << "  --config FILE.json reads a sandbox configuration (docs/backends.md); --template and\n"
+                   "  --interpreter override what it says; --backend must name the same backend.\n"
                    "  --backend e2b reads E2B_API_KEY (required), E2B_DOMAIN, E2B_API_URL and E2B_SANDBOX_URL;\n"
                    "  --template NAME picks its sandbox template (default code-interpreter-v1).\n"
                    "  --backend bedrock reads AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
@@ -134,6 +135,9 @@ int main(int argc, char** argv) {
       text << file.rdbuf();
       config = ci::sandbox_config_from_json(text.str());
     }
+    // The document's sections were checked against its own backend: another one would leave them unread.
+    if (backend && config_file && *backend != config.backend)
+      return usage(("--backend " + *backend + " differs from the configuration's backend " + config.backend).c_str());
     if (backend) config.backend = *backend;
     if (template_id && config.backend != "e2b") return usage("--template applies only to --backend e2b");
     if (interpreter_id && config.backend != "bedrock") return usage("--interpreter applies only to --backend bedrock");

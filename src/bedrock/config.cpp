@@ -151,7 +151,8 @@ ResolvedConfig resolve_config(const BedrockOptions& options) {
                       (config.region.rfind("cn-", 0) == 0 ? ".amazonaws.com.cn" : ".amazonaws.com");
   while (!config.endpoint.empty() && config.endpoint.back() == '/') config.endpoint.pop_back();
   if (config.endpoint.rfind("http://", 0) != 0 && config.endpoint.rfind("https://", 0) != 0)
-    refuse("the Bedrock endpoint must start with http:// or https://: " + config.endpoint, ErrorKind::kInvalidArgument);
+    // Not quoted: an endpoint may carry a user name and password, refused below only once it is a URL.
+    refuse("the Bedrock endpoint must start with http:// or https://", ErrorKind::kInvalidArgument);
   if (!printable_without_breaks(config.endpoint) || config.endpoint.find(' ') != std::string::npos)
     refuse("the Bedrock endpoint contains a space or a control character", ErrorKind::kInvalidArgument);
   // A cap of 0 would make every message hostile, so every call UNKNOWN.

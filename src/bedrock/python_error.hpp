@@ -12,15 +12,18 @@ namespace code_interpreter::bedrock {
 
 /// The exception that ended Python code whose stderr is `stderr_text` and whose exit code is `exit_code` (non-zero).
 ///
-/// - The last traceback CPython printed ("Traceback (most recent call last):" at the start of a line, or, for a
-///   SyntaxError raised while compiling, a block that starts with a `  File "` line): its indented lines are the
-///   frames; the first line that is not indented is `Name` or `Name: value`, and the value runs to the end of the
-///   text (an exception's str() may span lines), without the one newline CPython ends it with. `traceback` is the
-///   text from the block's first line on.
-/// - No traceback anywhere in the text: the code ended through `sys.exit(n)`, and the service reports only the exit
-///   status, so the result is {"SystemExit", the exit code in decimal, ""}. A message passed to `sys.exit` is in
-///   stderr, where CPython printed it.
-/// - A traceback that does not have that shape (an exception group, say) gives no exception: nothing is guessed.
+/// - An exit code other than 1 is `sys.exit(n)` (CPython exits 1 for an uncaught exception), whatever stderr holds:
+///   {"SystemExit", n in decimal, ""}.
+/// - Exit code 1: the last traceback CPython printed ("Traceback (most recent call last):" at the start of a line,
+///   or, for a SyntaxError raised while compiling, a block at the very start of stderr that starts with a `  File "`
+///   line): its indented lines are the frames; the first line that is not indented is `Name` or `Name: value`, and
+///   the value runs to the end of the text (an exception's str() may span lines), without the one newline CPython
+///   ends it with. `traceback` is the text from the block's first line on. A value that itself holds a formatted
+///   traceback is read from that inner traceback: the text cannot tell them apart.
+/// - Exit code 1 and no traceback: `sys.exit(1)`, `sys.exit("message")` or `sys.exit(True)`: {"SystemExit", "1",
+///   ""}; a message passed to `sys.exit` is in stderr, where CPython printed it.
+/// - An exception group's traceback, or a traceback whose exception line is not `Name` or `Name: value`, gives no
+///   exception: nothing is guessed.
 std::optional<CodeError> parse_python_error(std::string_view stderr_text, int exit_code);
 
 }  // namespace code_interpreter::bedrock

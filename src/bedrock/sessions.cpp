@@ -187,6 +187,7 @@ void BedrockAgentCoreSandbox::do_terminate(Timeout timeout) {
     impl_->calls.mark_terminated();
     return;
   }
+  impl_->calls.terminate_failed();
   impl_->throw_service_error<SandboxTerminateError>(ex, Stage::kTerminate, "StopCodeInterpreterSession");
 }
 

@@ -55,6 +55,12 @@ class CallRegistry {
     return true;
   }
 
+  /// Terminate did not end the sandbox (its kill failed): the sandbox, and its state, live on.
+  void terminate_failed() {
+    std::lock_guard lock(mutex_);
+    terminating_ = false;
+  }
+
   void mark_terminated() {
     std::lock_guard lock(mutex_);
     terminated_ = true;
@@ -64,8 +70,10 @@ class CallRegistry {
     return terminated_;
   }
 
-  /// `r`, the result of one call, as it returns to the caller: a call cancelled after its code was sent, once
-  /// terminate has begun, lost the sandbox's state with it (docs/errors.md "terminate"), so it gets state_lost.
+  /// `r`, the result of one call, as it returns to the caller: a call cancelled after its code was sent (kUnknown
+  /// `cancelled`; one cancelled before is kError) while terminate is under way or done lost the sandbox's state
+  /// with it (docs/errors.md "terminate"), so it gets state_lost. A terminate whose kill failed (terminate_failed)
+  /// leaves the state, and later results, alone.
   [[nodiscard]] ExecutionResult settled(ExecutionResult r) const {
     std::lock_guard lock(mutex_);
     if (terminating_ && r.status == ExecutionStatus::kUnknown && r.failure && r.failure->exception_type == "cancelled")

@@ -244,6 +244,7 @@ void E2BSandbox::do_terminate(Timeout timeout) {
     impl_->calls.mark_terminated();
     return;
   }
+  impl_->calls.terminate_failed();
   const std::string said = ex.ok() ? impl_->stub.service_text(ex.response.body) : std::string();
   const auto cause = http::to_transport_error(ex, "terminate", said);
   throw_nested(SandboxTerminateError("terminate failed; the sandbox " + impl_->stub.id + " may still be running: " +

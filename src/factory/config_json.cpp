@@ -17,6 +17,17 @@ using nlohmann::json;
 using detail::configuration_error;
 
 constexpr int kMaxDepth = 16;  // the document is two levels deep; anything deeper is refused by its keys anyway
+// The longest duration a key takes: far beyond any sensible budget, and far from what a clock can overflow at.
+constexpr std::int64_t kMaxMilliseconds = std::int64_t{30} * 24 * 3600 * 1000;
+
+// A key as an error message shows it: printable ASCII kept, anything else '?', at most 64 characters, so that a
+// key cannot break a log line or carry much of a misplaced value.
+std::string shown(std::string_view key) {
+  std::string out;
+  for (const char c : key.substr(0, 64)) out += c >= 0x20 && c < 0x7f && c != '\'' ? c : '?';
+  if (key.size() > 64) out += "...";
+  return out;
+}
 
 // Parses `text`, refusing a key that appears twice in one object (nlohmann keeps the last one silently).
 json parse_strict(std::string_view text) {
@@ -43,7 +54,8 @@ json parse_strict(std::string_view text) {
       case json::parse_event_t::key: {
         pending_key = parsed.get<std::string>();
         if (!open.back().insert(pending_key).second) {
-          std::string where = last_key.size() > 1 && !last_key.back().empty() ? last_key.back() + "." : "";
+          std::string where;  // the path of keys down to it
+          for (std::size_t i = 1; i < last_key.size(); ++i) where += last_key[i] + ".";
           throw Duplicate{where + pending_key};
         }
         break;
@@ -56,17 +68,20 @@ json parse_strict(std::string_view text) {
   try {
     return json::parse(text, check, /*allow_exceptions=*/true);
   } catch (const Duplicate& d) {
-    configuration_error(ErrorKind::kInvalidArgument, "the key '" + d.key + "' appears twice");
+    configuration_error(ErrorKind::kInvalidArgument, "the key '" + shown(d.key) + "' appears twice");
   } catch (const TooDeep&) {
     configuration_error(ErrorKind::kInvalidArgument, "the document nests deeper than " + std::to_string(kMaxDepth));
   } catch (const json::parse_error& e) {
     // The parser's own message quotes the text it read, which may hold a value: only the position is said.
     configuration_error(ErrorKind::kInvalidArgument, "not JSON (at byte " + std::to_string(e.byte) + ")");
+  } catch (const json::exception&) {
+    // A number beyond what a double holds (1e400): the parser's message quotes it.
+    configuration_error(ErrorKind::kInvalidArgument, "a number is out of range");
   }
 }
 
 [[noreturn]] void wrong_type(const std::string& key, std::string_view what) {
-  configuration_error(ErrorKind::kInvalidArgument, "'" + key + "' must be " + std::string(what));
+  configuration_error(ErrorKind::kInvalidArgument, "'" + shown(key) + "' must be " + std::string(what));
 }
 
 std::string text_of(const json& v, const std::string& key) {
@@ -78,7 +93,7 @@ bool bool_of(const json& v, const std::string& key) {
   return v.get<bool>();
 }
 std::uint64_t count_of(const json& v, const std::string& key) {
-  if (!v.is_number_unsigned()) wrong_type(key, "a whole number of 0 or more");
+  if (!v.is_number_unsigned()) wrong_type(key, "a whole number from 0 to 18446744073709551615");
   return v.get<std::uint64_t>();
 }
 std::size_t size_of(const json& v, const std::string& key) {
@@ -87,13 +102,10 @@ std::size_t size_of(const json& v, const std::string& key) {
   return static_cast<std::size_t>(n);
 }
 std::chrono::milliseconds ms_of(const json& v, const std::string& key) {
-  if (!v.is_number_integer()) wrong_type(key, "a whole number of milliseconds");
-  return std::chrono::milliseconds(v.get<std::int64_t>());
-}
-std::chrono::milliseconds positive_ms_of(const json& v, const std::string& key) {
-  const auto ms = ms_of(v, key);
-  if (ms.count() <= 0) wrong_type(key, "a whole number of milliseconds above 0");
-  return ms;
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() == 0 ||
+      v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxMilliseconds))
+    wrong_type(key, "a whole number of milliseconds from 1 to 2592000000 (30 days)");
+  return std::chrono::milliseconds(static_cast<std::int64_t>(v.get<std::uint64_t>()));
 }
 std::map<std::string, std::string> map_of(const json& v, const std::string& key) {
   if (!v.is_object()) wrong_type(key, "an object of strings");
@@ -117,7 +129,7 @@ Language language_of(const json& v) {
 }
 
 [[noreturn]] void unknown_key(const std::string& key) {
-  configuration_error(ErrorKind::kInvalidArgument, "unknown key '" + key + "'");
+  configuration_error(ErrorKind::kInvalidArgument, "unknown key '" + shown(key) + "'");
 }
 
 void read_pyodide(const json& section, PyodideOptions& o) {
@@ -128,7 +140,7 @@ void read_pyodide(const json& section, PyodideOptions& o) {
     else if (k == "wheel_dir") o.wheel_dir = text_of(v, key);
     else if (k == "snapshot_dir") o.snapshot_dir = text_of(v, key);
     else if (k == "use_snapshot") o.use_snapshot = bool_of(v, key);
-    else if (k == "interrupt_grace_ms") o.interrupt_grace = positive_ms_of(v, key);
+    else if (k == "interrupt_grace_ms") o.interrupt_grace = ms_of(v, key);
     else if (k == "max_output_bytes") o.max_output_bytes = size_of(v, key);
     else if (k == "max_frame_bytes") o.max_frame_bytes = size_of(v, key);
     else if (k == "max_download_bytes") o.max_download_bytes = count_of(v, key);
@@ -146,7 +158,7 @@ void read_e2b(const json& section, E2BOptions& o) {
     else if (k == "api_url") o.api_url = text_of(v, key);
     else if (k == "sandbox_url") o.sandbox_url = text_of(v, key);
     else if (k == "template") o.template_id = text_of(v, key);
-    else if (k == "request_timeout_ms") o.request_timeout = positive_ms_of(v, key);
+    else if (k == "request_timeout_ms") o.request_timeout = ms_of(v, key);
     else if (k == "max_output_bytes") o.max_output_bytes = size_of(v, key);
     else if (k == "max_line_bytes") o.max_line_bytes = size_of(v, key);
     else if (k == "max_download_bytes") o.max_download_bytes = count_of(v, key);
@@ -164,7 +176,7 @@ void read_bedrock(const json& section, BedrockOptions& o) {
     else if (k == "endpoint_url") o.endpoint_url = text_of(v, key);
     else if (k == "profile") o.profile = text_of(v, key);
     else if (k == "code_interpreter_identifier") o.code_interpreter_identifier = text_of(v, key);
-    else if (k == "request_timeout_ms") o.request_timeout = positive_ms_of(v, key);
+    else if (k == "request_timeout_ms") o.request_timeout = ms_of(v, key);
     else if (k == "max_output_bytes") o.max_output_bytes = size_of(v, key);
     else if (k == "max_message_bytes") o.max_message_bytes = size_of(v, key);
     else if (k == "max_download_bytes") o.max_download_bytes = count_of(v, key);

@@ -39,9 +39,8 @@ void configuration_error(ErrorKind kind, const std::string& message) {
 void check_settings(const SandboxConfig& config, bool json_keys) {
   const std::string_view b = config.backend;
   if (std::find(std::begin(kBackendNames), std::end(kBackendNames), b) == std::end(kBackendNames)) {
-    // The name is the caller's choice among known words, not a secret: said back so the typo shows.
-    configuration_error(ErrorKind::kInvalidArgument,
-                        "unknown backend '" + config.backend + "' (known: pyodide, e2b, bedrock)");
+    // Not said back: whatever was put there by mistake (a key, say) stays out of logs.
+    configuration_error(ErrorKind::kInvalidArgument, "unknown backend in 'backend' (known: pyodide, e2b, bedrock)");
   }
   for (const auto& s : kSettings) {
     const bool honoured = b == "pyodide" ? s.pyodide : b == "e2b" ? s.e2b : s.bedrock;

@@ -51,3 +51,8 @@ if(NOT last_err MATCHES "configuration: the backend pyodide cannot honour 'lifet
   message(FATAL_ERROR "config unsupported: stderr was\n${last_err}")
 endif()
 expect("config missing" 64 "" ${RUN_CODE} --config ${WORK_DIR}/no_such_config.json -c "1")
+file(WRITE ${WORK_DIR}/run_code_e2b.json "{\"backend\": \"e2b\", \"e2b\": {\"template\": \"x\"}}\n")
+expect("config and another backend" 64 "" ${RUN_CODE} --config ${WORK_DIR}/run_code_e2b.json --backend pyodide -c "1")
+if(NOT last_err MATCHES "--backend pyodide differs from the configuration's backend e2b")
+  message(FATAL_ERROR "config and another backend: stderr was\n${last_err}")
+endif()

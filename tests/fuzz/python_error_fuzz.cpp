@@ -1,7 +1,8 @@
 // Fuzzes the reading of the user's exception from the stderr AgentCore returns (src/bedrock/python_error.hpp),
 // hostile text of any length.
-// Properties: nothing throws; a traceback read is a suffix of the text; the name is a dotted identifier; without a
-// traceback header anywhere the result is SystemExit with the exit status.
+// Properties: nothing throws; an exit code other than 1 is SystemExit with that code; no exception is read only
+// where the text holds a traceback (a header at the start of a line, an exception group's header, or a frame line at
+// its very start); a traceback read is a suffix of the text and holds the value; the name is a dotted identifier.
 #include <string>
 
 #include "bedrock/python_error.hpp"
@@ -17,17 +18,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (...) {
     FUZZ_CHECK(!"an exception escaped parse_python_error");
   }
-  const bool has_header = text.find("Traceback (most recent call last):") != std::string_view::npos;
+  if (exit_code != 1) {
+    FUZZ_CHECK(e && e->name == "SystemExit" && e->value == std::to_string(exit_code) && e->traceback.empty());
+    return 0;
+  }
+  const std::string_view header = "Traceback (most recent call last):";
+  bool header_at_line_start = false;
+  for (auto at = text.find(header); at != std::string_view::npos && !header_at_line_start; at = text.find(header, at + 1))
+    header_at_line_start = at == 0 || text[at - 1] == '\n';
+  const bool traceback = header_at_line_start || text.rfind("  File \"", 0) == 0 ||
+                         text.find("Exception Group Traceback (most recent call last):") != std::string_view::npos;
   if (!e) {
-    FUZZ_CHECK(has_header || text.find("  File \"") != std::string_view::npos);
+    FUZZ_CHECK(traceback);
     return 0;
   }
   FUZZ_CHECK(!e->name.empty());
   for (const char c : e->name)
     FUZZ_CHECK((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.');
   if (e->traceback.empty()) {
+    FUZZ_CHECK(!traceback);  // a SystemExit only where the text holds no traceback
     FUZZ_CHECK(e->name == "SystemExit");
-    FUZZ_CHECK(e->value == std::to_string(exit_code));
+    FUZZ_CHECK(e->value == "1");
   } else {
     FUZZ_CHECK(e->traceback.size() <= text.size());
     FUZZ_CHECK(text.substr(text.size() - e->traceback.size()) == e->traceback);

@@ -136,6 +136,11 @@ TEST_CASE("an empty JSON object is the default configuration: Pyodide, Python", 
 
 TEST_CASE("unknown keys are refused by name, at the top and in a backend's section", "[management][factory]") {
   check_refused(R"({"backnd": "e2b"})", ErrorKind::kInvalidArgument, "configuration: unknown key 'backnd'");
+  // A key cannot break the message's line or carry much: control characters and quotes shown as '?', 64 at most.
+  check_refused("{\"sk-SECRET\\n[fake] log line\": 5}", ErrorKind::kInvalidArgument,
+                "configuration: unknown key 'sk-SECRET?[fake] log line'");
+  check_refused("{\"" + std::string(100, 'k') + "\": 5}", ErrorKind::kInvalidArgument,
+                "configuration: unknown key '" + std::string(64, 'k') + "...'");
   check_refused(R"({"backend": "e2b", "e2b": {"templat": "x"}})", ErrorKind::kInvalidArgument,
                 "configuration: unknown key 'e2b.templat'");
   check_refused(R"({"pyodide": {"network": true}})", ErrorKind::kInvalidArgument,
@@ -147,6 +152,8 @@ TEST_CASE("a key given twice is refused, never silently the last one", "[managem
                 "configuration: the key 'backend' appears twice");
   check_refused(R"({"backend": "e2b", "e2b": {"domain": "a", "domain": "b"}})", ErrorKind::kInvalidArgument,
                 "configuration: the key 'e2b.domain' appears twice");
+  check_refused(R"({"a": {"b": {"c": 1, "c": 2}}})", ErrorKind::kInvalidArgument,
+                "configuration: the key 'a.b.c' appears twice");
   // The same name in two different objects is no duplicate.
   const auto c = sandbox_config_from_json(R"({"backend": "e2b", "env": {"max_output_bytes": "1"},
                                               "e2b": {"max_output_bytes": 9}})");
@@ -165,9 +172,28 @@ TEST_CASE("values of the wrong type or range are refused by key, never quoting t
   check_refused(R"({"backend": "e2b", "env": {"A": 1}})", ErrorKind::kInvalidArgument,
                 "configuration: 'env.A' must be a string");
   check_refused(R"({"pyodide": {"max_output_bytes": -1}})", ErrorKind::kInvalidArgument,
-                "configuration: 'pyodide.max_output_bytes' must be a whole number of 0 or more");
+                "configuration: 'pyodide.max_output_bytes' must be a whole number from 0 to 18446744073709551615");
+  const std::string ms_range = "must be a whole number of milliseconds from 1 to 2592000000 (30 days)";
   check_refused(R"({"pyodide": {"interrupt_grace_ms": 0}})", ErrorKind::kInvalidArgument,
-                "configuration: 'pyodide.interrupt_grace_ms' must be a whole number of milliseconds above 0");
+                "configuration: 'pyodide.interrupt_grace_ms' " + ms_range);
+  // Past what a clock can add without overflowing, and below zero: refused, never wrapped.
+  check_refused(R"({"pyodide": {"interrupt_grace_ms": 9223372036854775807}})", ErrorKind::kInvalidArgument,
+                "configuration: 'pyodide.interrupt_grace_ms' " + ms_range);
+  check_refused(R"({"create_timeout_ms": 18446744073709551615})", ErrorKind::kInvalidArgument,
+                "configuration: 'create_timeout_ms' " + ms_range);
+  check_refused(R"({"create_timeout_ms": -5})", ErrorKind::kInvalidArgument,
+                "configuration: 'create_timeout_ms' " + ms_range);
+  check_refused(R"({"backend": "e2b", "e2b": {"request_timeout_ms": 1.5}})", ErrorKind::kInvalidArgument,
+                "configuration: 'e2b.request_timeout_ms' " + ms_range);
+  check_refused(R"({"create_timeout_ms": 2592000001})", ErrorKind::kInvalidArgument,
+                "configuration: 'create_timeout_ms' " + ms_range);
+  CHECK(sandbox_config_from_json(R"({"create_timeout_ms": 2592000000})").create_timeout ==
+        std::chrono::milliseconds(2592000000LL));
+  // A number beyond a double: the parser's own message would quote it.
+  check_refused(R"({"create_timeout_ms": 1e400})", ErrorKind::kInvalidArgument,
+                "configuration: a number is out of range");
+  check_refused(R"({"pyodide": {"max_output_bytes": -1e400}})", ErrorKind::kInvalidArgument,
+                "configuration: a number is out of range");
   check_refused(R"({"pyodide": {"use_snapshot": "yes"}})", ErrorKind::kInvalidArgument,
                 "configuration: 'pyodide.use_snapshot' must be true or false");
   check_refused(R"({"language": "cobol"})", ErrorKind::kInvalidArgument,
@@ -186,7 +212,10 @@ TEST_CASE("text that is not a JSON object is refused with its position only", "[
 
 TEST_CASE("an unknown backend is refused naming the known ones", "[management][factory]") {
   check_refused(R"({"backend": "docker"})", ErrorKind::kInvalidArgument,
-                "configuration: unknown backend 'docker' (known: pyodide, e2b, bedrock)");
+                "configuration: unknown backend in 'backend' (known: pyodide, e2b, bedrock)");
+  // What was put there is not said back: it may be a secret pasted into the wrong field.
+  check_refused(R"({"backend": "sk-e2b-SECRETVALUE123"})", ErrorKind::kInvalidArgument,
+                "configuration: unknown backend in 'backend' (known: pyodide, e2b, bedrock)");
   SandboxConfig c;
   c.backend = "Pyodide";
   try {
@@ -195,7 +224,7 @@ TEST_CASE("an unknown backend is refused naming the known ones", "[management][f
   } catch (const SandboxStartError& e) {
     CHECK(e.stage() == Stage::kConfigure);
     CHECK(e.kind() == ErrorKind::kInvalidArgument);
-    CHECK(std::string(e.what()) == "configuration: unknown backend 'Pyodide' (known: pyodide, e2b, bedrock)");
+    CHECK(std::string(e.what()) == "configuration: unknown backend in 'backend' (known: pyodide, e2b, bedrock)");
   }
 }
 
@@ -358,6 +387,8 @@ TEST_CASE("the registry reports Bedrock AgentCore's missing credentials and regi
   ScopedEnv config_file("AWS_CONFIG_FILE", (empty / "config").string());
   ScopedEnv profile("AWS_PROFILE", std::nullopt);
   ScopedEnv region2("AWS_DEFAULT_REGION", std::nullopt);
+  ScopedEnv endpoint_agentcore("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", std::nullopt);
+  ScopedEnv endpoint_any("AWS_ENDPOINT_URL", std::nullopt);
   {
     ScopedEnv id("AWS_ACCESS_KEY_ID", std::nullopt);
     ScopedEnv secret("AWS_SECRET_ACCESS_KEY", std::nullopt);
@@ -378,6 +409,14 @@ TEST_CASE("the registry reports Bedrock AgentCore's missing credentials and regi
     CHECK(s.how.find(secret_value) == std::string::npos);
   }
   ScopedEnv region("AWS_REGION", "us-east-1");
+  {
+    // A malformed endpoint holding a password: reported, never repeated.
+    ScopedEnv endpoint("AWS_ENDPOINT_URL", "svc:SuperSecretPassw0rd@proxy.internal:8443");
+    const auto s = status_of(available_backends(), "bedrock");
+    CHECK_FALSE(s.available);
+    CHECK(s.missing.empty());
+    CHECK(s.how == "the Bedrock endpoint must start with http:// or https://");
+  }
   const auto s = status_of(available_backends(), "bedrock");
   CHECK(s.available);
   CHECK(s.missing.empty());

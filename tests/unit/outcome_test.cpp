@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/call_registry.hpp"
 #include "core/deadline.hpp"
 #include "core/untrusted.hpp"
 #include "http/http_client.hpp"
@@ -161,4 +162,30 @@ TEST_CASE("the idempotency table: what runs code is sent once, reads are retried
   CHECK_FALSE(http::rewindable(Operation::kE2BCreate));
   CHECK(http::may_resend(Operation::kE2BCreate, written_then_broke));
   CHECK(http::for_operation(Operation::kE2BCreate).operation == Operation::kE2BCreate);
+}
+
+TEST_CASE("a call cancelled after its code was sent loses the state once terminate has begun, not after it failed",
+          "[outcome]") {
+  code_interpreter::detail::CallRegistry calls;
+  const auto cancelled = [](ExecutionStatus status) {
+    ExecutionResult r;
+    r.status = status;
+    r.failure = FailureDetail{"cancelled", status == ExecutionStatus::kError};
+    return r;
+  };
+  // The caller's own cancel, no terminate: the state stays.
+  CHECK_FALSE(calls.settled(cancelled(ExecutionStatus::kUnknown)).state_lost);
+  REQUIRE(calls.cancel_all());
+  CHECK(calls.settled(cancelled(ExecutionStatus::kUnknown)).state_lost);
+  // Cancelled before its code was sent, or another outcome: untouched.
+  CHECK_FALSE(calls.settled(cancelled(ExecutionStatus::kError)).state_lost);
+  ExecutionResult ok;
+  ok.status = ExecutionStatus::kSuccess;
+  CHECK_FALSE(calls.settled(ok).state_lost);
+  // The kill failed: the sandbox and its state live on.
+  calls.terminate_failed();
+  CHECK_FALSE(calls.settled(cancelled(ExecutionStatus::kUnknown)).state_lost);
+  REQUIRE(calls.cancel_all());
+  calls.mark_terminated();
+  CHECK(calls.settled(cancelled(ExecutionStatus::kUnknown)).state_lost);
 }

@@ -105,6 +105,43 @@ TEST_CASE("AgentCore stderr: no traceback at all is sys.exit, its value the exit
   CHECK(message->name == "SystemExit");
   CHECK(message->value == "1");
   CHECK(ci::bedrock::parse_python_error("", -1)->value == "-1");
+  // A frame-like line that does not open stderr is no SyntaxError block, and a header mid-line is no traceback.
+  CHECK(ci::bedrock::parse_python_error("warning:\n  File \"a.txt\" is empty\n", 1)->name == "SystemExit");
+  CHECK(ci::bedrock::parse_python_error("log: Traceback (most recent call last): none\n", 1)->name == "SystemExit");
+}
+
+TEST_CASE("AgentCore stderr: an exit code other than 1 is sys.exit even after a printed traceback",
+          "[untrusted][bedrock]") {
+  // logging.exception() or traceback.print_exc(), then sys.exit(3): CPython exits 1 only for an uncaught exception.
+  const auto e = ci::bedrock::parse_python_error(
+      "ERROR:root:failed\nTraceback (most recent call last):\n  File \"<string>\", line 2, in <module>\n"
+      "ValueError: bad\ncleanup done\n", 3);
+  REQUIRE(e);
+  CHECK(e->name == "SystemExit");
+  CHECK(e->value == "3");
+  CHECK(e->traceback.empty());
+  const auto usage = ci::bedrock::parse_python_error("  File \"config.yaml\" not found\nusage: tool\n", 2);
+  REQUIRE(usage);
+  CHECK(usage->name == "SystemExit");
+  CHECK(usage->value == "2");
+}
+
+TEST_CASE("AgentCore stderr: an exception group is no exception, even with a cause printed before it",
+          "[untrusted][bedrock]") {
+  CHECK_FALSE(ci::bedrock::parse_python_error(
+      "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nValueError: cause\n\n"
+      "The above exception was the direct cause of the following exception:\n\n"
+      "  + Exception Group Traceback (most recent call last):\n  |   File \"<string>\", line 1, in <module>\n"
+      "  | ExceptionGroup: eg (1 sub-exception)\n  +-+---------------- 1 ----------------\n    | ValueError: x\n",
+      1));
+}
+
+TEST_CASE("AgentCore stderr: a line ending in CR LF leaves no CR in the value", "[untrusted][bedrock]") {
+  const auto e = ci::bedrock::parse_python_error(
+      "Traceback (most recent call last):\r\n  File \"x\"\r\nValueError: x\r\n", 1);
+  REQUIRE(e);
+  CHECK(e->name == "ValueError");
+  CHECK(e->value == "x");
 }
 
 TEST_CASE("AgentCore stderr: a traceback of another shape is no exception, never a guess", "[untrusted][bedrock]") {
@@ -119,7 +156,7 @@ TEST_CASE("AgentCore stderr: a traceback of another shape is no exception, never
   CHECK_FALSE(ci::bedrock::parse_python_error("Traceback (most recent call last):\n  File \"x\"\nName value\n", 1));
 }
 
-TEST_CASE("AgentCore stderr: a megabyte-long exception line and many header-like lines are read in linear time",
+TEST_CASE("AgentCore stderr: a megabyte-long exception line is read whole, and headers mid-line are no traceback",
           "[untrusted][bedrock]") {
   const std::string message(2'000'000, 'x');
   const auto e = ci::bedrock::parse_python_error("Traceback (most recent call last):\nValueError: " + message + "\n", 1);
@@ -127,5 +164,14 @@ TEST_CASE("AgentCore stderr: a megabyte-long exception line and many header-like
   CHECK(e->value == message);
   std::string noise;
   for (int i = 0; i < 100000; ++i) noise += "x Traceback (most recent call last):";
-  CHECK_FALSE(ci::bedrock::parse_python_error(noise, 1));
+  const auto exit = ci::bedrock::parse_python_error(noise, 1);
+  REQUIRE(exit);
+  CHECK(exit->name == "SystemExit");
+  // Headers at the start of many lines: the last one's block is read.
+  std::string many;
+  for (int i = 0; i < 20000; ++i) many += "Traceback (most recent call last):\nKeyError: " + std::to_string(i) + "\n";
+  const auto last = ci::bedrock::parse_python_error(many, 1);
+  REQUIRE(last);
+  CHECK(last->name == "KeyError");
+  CHECK(last->value == "19999");
 }
