@@ -18,6 +18,8 @@ inline constexpr std::chrono::milliseconds kDefaultExecuteTimeout{std::chrono::s
 inline constexpr std::chrono::milliseconds kDefaultCommandTimeout{std::chrono::seconds(30)};
 /// create_timeout of the cloud backends (E2B, AgentCore) when unset.
 inline constexpr std::chrono::milliseconds kDefaultCreateTimeout{std::chrono::minutes(5)};
+/// PyodideOptions::create_timeout when unset: a local runtime starts in seconds, with no service to wait for.
+inline constexpr std::chrono::milliseconds kDefaultPyodideCreateTimeout{std::chrono::seconds(120)};
 
 /// The budget of a cloud create (start, retries and package installation together): the deadline it runs
 /// against, and the caller's create_timeout (or its default) that an install error names.

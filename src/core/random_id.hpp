@@ -1,5 +1,5 @@
 // The one generator of random identifiers (docs/architecture.md "Backends"): client tokens that let a lost create be
-// found again, the suffix of a download's temporary file, the clientToken of an AgentCore call.
+// found again, the suffix of a temporary file, the clientToken of an AgentCore call, a Pyodide sandbox's id.
 #pragma once
 
 #include <cstddef>

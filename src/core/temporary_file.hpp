@@ -1,6 +1,7 @@
 // The one download-to-a-temporary-then-rename routine (docs/errors.md "File guards"): a download_file_to never leaves a
-// partial file at its destination. The bytes go to "<destination>.part-<random>" beside it, and only a complete
-// file is renamed into place; anything else removes the temporary file.
+// partial file at its destination, and a Pyodide snapshot image is never seen half written. The bytes go to
+// "<destination>.part-<random>" beside it, and only a complete file is renamed into place; anything else removes the
+// temporary file.
 #pragma once
 
 #include <filesystem>

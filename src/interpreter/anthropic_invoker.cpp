@@ -86,33 +86,23 @@ LMResponse from_wire(const nlohmann::json& body) {
 
 }  // namespace
 
-struct AnthropicInvoker::Impl {
-  AnthropicOptions options;
-  std::string api_key;
-  std::string url;
-};
+struct AnthropicInvoker::Impl : interpreter::LMInvokerState<AnthropicOptions> {};
 
 AnthropicInvoker::AnthropicInvoker(AnthropicOptions options) : impl_(std::make_unique<Impl>()) {
-  impl_->api_key = options.api_key ? *options.api_key : interpreter::env_or_empty("ANTHROPIC_API_KEY");
-  if (impl_->api_key.empty()) {
+  std::string api_key = options.api_key ? *options.api_key : interpreter::env_or_empty("ANTHROPIC_API_KEY");
+  if (api_key.empty()) {
     throw LMInvocationError("AnthropicInvoker: no API key (set api_key or ANTHROPIC_API_KEY)", Stage::kConfigure,
                             ErrorKind::kUnauthenticated);
   }
-  if (options.model.empty()) {
-    throw LMInvocationError("AnthropicInvoker: no model given", Stage::kConfigure, ErrorKind::kInvalidArgument);
-  }
-  if (options.base_url.empty()) {
-    throw LMInvocationError("AnthropicInvoker: no base_url given", Stage::kConfigure, ErrorKind::kInvalidArgument);
-  }
+  interpreter::check_model_and_base_url("AnthropicInvoker", options.model, options.base_url);
   if (options.max_tokens < 1) {
     throw LMInvocationError("AnthropicInvoker: max_tokens must be at least 1", Stage::kConfigure,
                             ErrorKind::kInvalidArgument);
   }
-  interpreter::check_header_value("AnthropicInvoker", "the API key", impl_->api_key);
+  impl_->endpoint =
+      interpreter::make_endpoint("AnthropicInvoker", kOperation, std::move(api_key), "/v1/messages", options);
   interpreter::check_header_value("AnthropicInvoker", "anthropic_version", options.anthropic_version);
-  impl_->url = interpreter::trim_slashes(options.base_url) + "/v1/messages";
   impl_->options = std::move(options);
-  impl_->options.api_key.reset();
 }
 
 AnthropicInvoker::~AnthropicInvoker() = default;
@@ -131,15 +121,10 @@ LMResponse AnthropicInvoker::invoke(std::span<const ChatMessage> messages, std::
   }
   if (options.temperature) body["temperature"] = *options.temperature;
 
-  interpreter::LMHttpCall call;
-  call.operation = kOperation;
-  call.url = impl_->url;
-  call.headers = {{"x-api-key", impl_->api_key}, {"anthropic-version", options.anthropic_version}};
-  call.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  call.timeout = options.request_timeout;
-  call.max_attempts = options.max_attempts;
-  call.secrets = {impl_->api_key};
-  return from_wire(interpreter::post_json(call, std::move(cancel)));
+  const auto& endpoint = impl_->endpoint;
+  return from_wire(interpreter::post_json(
+      endpoint, {{"x-api-key", endpoint.api_key}, {"anthropic-version", options.anthropic_version}}, body,
+      std::move(cancel)));
 }
 
 }  // namespace code_interpreter

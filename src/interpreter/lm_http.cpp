@@ -94,6 +94,16 @@ void throw_malformed(std::string_view operation, std::string_view what) {
                  TransportError(message, TransportError::Kind::kProtocol, 200, std::nullopt, true));
 }
 
+void check_model_and_base_url(std::string_view invoker, const std::string& model, const std::string& base_url) {
+  if (model.empty()) {
+    throw LMInvocationError(fmt::format("{}: no model given", invoker), Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  if (base_url.empty()) {
+    throw LMInvocationError(fmt::format("{}: no base_url given", invoker), Stage::kConfigure,
+                            ErrorKind::kInvalidArgument);
+  }
+}
+
 nlohmann::json tool_schema(const ToolDefinition& tool) {
   nlohmann::json schema = nlohmann::json::parse(tool.parameters, nullptr, /*allow_exceptions=*/false);
   if (!schema.is_object()) {
@@ -103,21 +113,24 @@ nlohmann::json tool_schema(const ToolDefinition& tool) {
   return schema;
 }
 
-nlohmann::json post_json(const LMHttpCall& call, std::stop_token cancel) {
+nlohmann::json post_json(const LMEndpoint& endpoint, LMHeaders headers, const nlohmann::json& body,
+                         std::stop_token cancel) {
+  const std::vector<std::string> secrets = {endpoint.api_key};
   http::Request request;
   request.method = "POST";
-  request.url = call.url;
-  request.headers = call.headers;
+  request.url = endpoint.url;
+  request.headers = std::move(headers);
   request.headers.emplace_back("Content-Type", "application/json");
   request.headers.emplace_back("Accept", "application/json");
-  request.body = call.body;
+  // Model text is untrusted and may hold invalid UTF-8; replace rather than fail the call.
+  request.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   // A model call has no side effect to duplicate, so timeouts and broken answers are retried as well.
   request.idempotent = true;
-  request.timeout = call.timeout;
+  request.timeout = endpoint.timeout;
   request.cancel = cancel;
 
   http::RetryPolicy policy;
-  policy.max_attempts = call.max_attempts < 1 ? 1 : call.max_attempts;
+  policy.max_attempts = endpoint.max_attempts < 1 ? 1 : endpoint.max_attempts;
   http::RetryHooks hooks;
   hooks.retryable = [](const http::Exchange& exchange) {
     // The services say when a retry is pointless (or worth it) in x-should-retry; their SDKs obey it.
@@ -135,19 +148,20 @@ nlohmann::json post_json(const LMHttpCall& call, std::stop_token cancel) {
   if (exchange.success()) {
     // Tool arguments sent as a JSON value are serialized back to text, and dump() recurses once per level: a
     // hostile depth is refused while parsing (detail::parse_untrusted_json), as every backend refuses it.
-    nlohmann::json body = detail::parse_untrusted_json(exchange.response.body);
-    if (body.is_discarded() || !body.is_object()) {
-      throw_malformed(call.operation, "the body is not a JSON object (or nests too deeply, or holds too many values)");
+    nlohmann::json answer = detail::parse_untrusted_json(exchange.response.body);
+    if (answer.is_discarded() || !answer.is_object()) {
+      throw_malformed(endpoint.operation,
+                      "the body is not a JSON object (or nests too deeply, or holds too many values)");
     }
-    return body;
+    return answer;
   }
 
-  const std::string detail = exchange.ok() ? service_message(exchange, call.secrets) : std::string();
-  TransportError cause = http::to_transport_error(exchange, call.operation, detail);
-  std::string message = scrub(cause.what(), call.secrets);
+  const std::string detail = exchange.ok() ? service_message(exchange, secrets) : std::string();
+  TransportError cause = http::to_transport_error(exchange, endpoint.operation, detail);
+  std::string message = scrub(cause.what(), secrets);
   if (attempts > 1) message += fmt::format(" (after {} attempts)", attempts);
   const ErrorKind kind = http::error_kind(exchange);
-  logger()->warn("{} failed: {}", call.operation, message);
+  logger()->warn("{} failed: {}", endpoint.operation, message);
   throw_lm_error(std::move(message), Stage::kExecute, kind, std::move(cause));
 }
 

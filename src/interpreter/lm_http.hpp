@@ -1,5 +1,6 @@
-// The HTTP half shared by the LM invokers: one JSON POST through the project's libcurl wrapper with the retry
-// loop, and the translation of every failure into an LMInvocationError with its TransportError nested.
+// The HTTP half shared by the LM invokers: the endpoint each one makes from its options, one JSON POST through the
+// project's libcurl wrapper with the retry loop, and the translation of every failure into an LMInvocationError with
+// its TransportError nested.
 #pragma once
 
 #include <chrono>
@@ -15,20 +16,30 @@
 
 namespace code_interpreter::interpreter {
 
-struct LMHttpCall {
+/// What an invoker keeps to reach its API: made once by its constructor (make_endpoint), used by every call.
+struct LMEndpoint {
   std::string operation;  ///< names the call in error messages, e.g. "openai chat completions"
   std::string url;
-  std::vector<std::pair<std::string, std::string>> headers;  ///< may hold secrets: never logged
-  std::string body;
+  std::string api_key;  ///< the one copy of the secret: never logged, removed from any text that could reach an error
   std::chrono::milliseconds timeout{0};
   int max_attempts = 3;
-  std::vector<std::string> secrets;  ///< removed from any text that could reach an error or a log
 };
 
-/// POSTs `call.body` and returns the parsed JSON of a 2xx answer, retrying 408 / 429 / 5xx and transport failures
-/// (Retry-After honoured; "x-should-retry: false" honoured, as the official SDKs do).
+/// What each invoker's Impl holds: its options (without the API key) and the endpoint made from them.
+template <class Options>
+struct LMInvokerState {
+  Options options;
+  LMEndpoint endpoint;
+};
+
+/// The headers of one call besides Content-Type and Accept; they may hold the API key: never logged.
+using LMHeaders = std::vector<std::pair<std::string, std::string>>;
+
+/// POSTs `body` to `endpoint` and returns the parsed JSON of a 2xx answer, retrying 408 / 429 / 5xx and transport
+/// failures (Retry-After honoured; "x-should-retry: false" honoured, as the official SDKs do).
 /// @throws LMInvocationError (stage execute) for everything else, with http::to_transport_error nested.
-nlohmann::json post_json(const LMHttpCall& call, std::stop_token cancel);
+nlohmann::json post_json(const LMEndpoint& endpoint, LMHeaders headers, const nlohmann::json& body,
+                         std::stop_token cancel);
 
 /// A reply that parsed but is not what the API promises: LMInvocationError kInternal with a TransportError of kind
 /// kProtocol nested.
@@ -53,6 +64,28 @@ void read_stop_and_usage(const nlohmann::json& stop_holder, const char* stop_key
 
 /// `base` without trailing slashes.
 std::string trim_slashes(std::string base);
+
+/// Refuses options without a model or a base URL, naming `invoker` (e.g. "OpenAIChatInvoker").
+/// @throws LMInvocationError (stage configure, kInvalidArgument).
+void check_model_and_base_url(std::string_view invoker, const std::string& model, const std::string& base_url);
+
+/// The endpoint at `options.base_url` (trailing slashes dropped) + `path`, with the options' request_timeout and
+/// max_attempts and `api_key` (the key already resolved from the options or the environment), which must fit in a
+/// header. The key is then taken out of `options`: the endpoint's copy is the only one kept.
+/// @throws LMInvocationError (stage configure, kInvalidArgument) naming `invoker` when the key cannot be sent.
+template <class Options>
+LMEndpoint make_endpoint(std::string_view invoker, std::string operation, std::string api_key, std::string_view path,
+                         Options& options) {
+  check_header_value(invoker, "the API key", api_key);
+  LMEndpoint endpoint;
+  endpoint.operation = std::move(operation);
+  endpoint.url = trim_slashes(options.base_url) + std::string(path);
+  endpoint.api_key = std::move(api_key);
+  endpoint.timeout = options.request_timeout;
+  endpoint.max_attempts = options.max_attempts;
+  options.api_key.reset();
+  return endpoint;
+}
 
 /// The JSON Schema text of a tool, parsed; a text that is not a JSON object is refused.
 /// @throws LMInvocationError (stage execute, kInvalidArgument).

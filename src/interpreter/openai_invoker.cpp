@@ -85,24 +85,15 @@ LMResponse from_wire(const nlohmann::json& body) {
 
 }  // namespace
 
-struct OpenAIChatInvoker::Impl {
-  OpenAIChatOptions options;
-  std::string api_key;
-  std::string url;
-};
+struct OpenAIChatInvoker::Impl : interpreter::LMInvokerState<OpenAIChatOptions> {};
 
 OpenAIChatInvoker::OpenAIChatInvoker(OpenAIChatOptions options) : impl_(std::make_unique<Impl>()) {
-  if (options.model.empty()) {
-    throw LMInvocationError("OpenAIChatInvoker: no model given", Stage::kConfigure, ErrorKind::kInvalidArgument);
-  }
-  if (options.base_url.empty()) {
-    throw LMInvocationError("OpenAIChatInvoker: no base_url given", Stage::kConfigure, ErrorKind::kInvalidArgument);
-  }
-  impl_->api_key = options.api_key ? *options.api_key : interpreter::env_or_empty("OPENAI_API_KEY");
-  interpreter::check_header_value("OpenAIChatInvoker", "the API key", impl_->api_key);
-  impl_->url = interpreter::trim_slashes(options.base_url) + "/chat/completions";
+  interpreter::check_model_and_base_url("OpenAIChatInvoker", options.model, options.base_url);
+  // No key is not refused: a local server that speaks the API (vLLM, llama.cpp, Ollama) often needs none.
+  std::string api_key = options.api_key ? *options.api_key : interpreter::env_or_empty("OPENAI_API_KEY");
+  impl_->endpoint =
+      interpreter::make_endpoint("OpenAIChatInvoker", kOperation, std::move(api_key), "/chat/completions", options);
   impl_->options = std::move(options);
-  impl_->options.api_key.reset();  // one copy of the secret is enough
 }
 
 OpenAIChatInvoker::~OpenAIChatInvoker() = default;
@@ -125,16 +116,10 @@ LMResponse OpenAIChatInvoker::invoke(std::span<const ChatMessage> messages, std:
   if (options.temperature) body["temperature"] = *options.temperature;
   if (options.max_tokens) body["max_tokens"] = *options.max_tokens;
 
-  interpreter::LMHttpCall call;
-  call.operation = kOperation;
-  call.url = impl_->url;
-  if (!impl_->api_key.empty()) call.headers.emplace_back("Authorization", "Bearer " + impl_->api_key);
-  // Model text is untrusted and may hold invalid UTF-8; replace rather than fail the call.
-  call.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  call.timeout = options.request_timeout;
-  call.max_attempts = options.max_attempts;
-  call.secrets = {impl_->api_key};
-  return from_wire(interpreter::post_json(call, std::move(cancel)));
+  const auto& endpoint = impl_->endpoint;
+  interpreter::LMHeaders headers;
+  if (!endpoint.api_key.empty()) headers.emplace_back("Authorization", "Bearer " + endpoint.api_key);
+  return from_wire(interpreter::post_json(endpoint, std::move(headers), body, std::move(cancel)));
 }
 
 }  // namespace code_interpreter

@@ -20,7 +20,6 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr auto kDefaultExecuteTimeout = std::chrono::seconds(300);
 constexpr std::size_t kMaxCodeBytes = 16u << 20;
 constexpr std::size_t kMaxEnvBytes = 512u << 10;
 constexpr auto kInterruptRepeat = std::chrono::milliseconds(50);
@@ -47,7 +46,7 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
   const auto call = begin_call();
   host.drain_wake();
   std::stop_callback on_cancel(opts.cancel, [this] { host.wake(); });
-  auto deadline = detail::deadline_from(opts.timeout, kDefaultExecuteTimeout);
+  auto deadline = detail::deadline_from(opts.timeout, detail::kDefaultExecuteTimeout);
 
   if (auto e = host.await_ready(deadline, opts.cancel); e.kind != detail::ReadyError::kNone) {
     if (e.kind != detail::ReadyError::kTimeout && e.kind != detail::ReadyError::kCancelled) host.respawn();
@@ -55,7 +54,7 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
   }
 
   // Upload the attachments. The code has not run yet, so a failure here is a clean refusal.
-  const std::string upload_dir = opts.upload_dir.value_or(detail::kUploadDir);
+  const std::string upload_dir = opts.upload_dir.value_or(std::string(detail::kUploadDir));
   for (const auto& file : opts.files) {
     const std::string path = (upload_dir.back() == '/' ? upload_dir : upload_dir + "/") + file.filename;
     const auto e = file.source ? write_from_file(path, *file.source, deadline, opts.cancel)

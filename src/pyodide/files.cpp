@@ -9,6 +9,7 @@
 #include "code_interpreter/logging.hpp"
 #include "core/file_guards.hpp"
 #include "core/nested.hpp"
+#include "core/temporary_file.hpp"
 #include "pyodide/outcome.hpp"
 #include "pyodide/sandbox_impl.hpp"
 
@@ -166,33 +167,23 @@ std::optional<std::string> PyodideSandbox::do_download_file(std::string_view pat
 bool PyodideSandbox::do_download_file_to(std::string_view path, const fs::path& destination, Timeout timeout,
                                          std::optional<std::uint64_t> max_bytes) {
   const auto call = impl_->begin_call();
-  fs::path partial = destination;
-  partial += ".part";
-  std::ofstream file(partial, std::ios::binary | std::ios::trunc);
-  if (!file) {
-    logger()->debug("sandbox {}: cannot write '{}'", impl_->host.id(), partial.string());
-    return false;
+  // Streamed into a temporary file beside the destination, renamed into place only when complete. Nothing is read
+  // when that file cannot be made.
+  bool opened = false;
+  const bool written = detail::write_via_temporary(destination, [&](std::ofstream& out) {
+    opened = true;
+    auto e = read_chunks(impl_->host, path, detail::deadline_from(timeout, detail::kDefaultFileTimeout),
+                         "download_file_to", max_bytes.value_or(impl_->options.max_download_bytes),
+                         [&](const std::string& chunk) {
+                           out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+                         });
+    if (e && e->kind == ErrorKind::kQuotaExceeded) logger()->warn("sandbox {}: {}", impl_->host.id(), e->message);
+    return !e && static_cast<bool>(out);
+  });
+  if (!opened) {
+    logger()->debug("sandbox {}: cannot write a temporary file beside '{}'", impl_->host.id(), destination.string());
   }
-  bool write_failed = false;
-  auto e = read_chunks(impl_->host, path, detail::deadline_from(timeout, detail::kDefaultFileTimeout),
-                       "download_file_to", max_bytes.value_or(impl_->options.max_download_bytes),
-                       [&](const std::string& chunk) {
-                         file.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-                         if (!file) write_failed = true;
-                       });
-  file.close();
-  std::error_code ec;
-  if (e && e->kind == ErrorKind::kQuotaExceeded) logger()->warn("sandbox {}: {}", impl_->host.id(), e->message);
-  if (e || write_failed || !file) {
-    fs::remove(partial, ec);
-    return false;
-  }
-  fs::rename(partial, destination, ec);
-  if (ec) {
-    fs::remove(partial, ec);
-    return false;
-  }
-  return true;
+  return written;
 }
 
 }  // namespace code_interpreter

@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <random>
 #include <system_error>
 
 #include "code_interpreter/logging.hpp"
 #include "core/nested.hpp"
+#include "core/random_id.hpp"
 #include "pyodide/outcome.hpp"
 #include "pyodide/sandbox_impl.hpp"
 #include "pyodide/snapshot.hpp"
@@ -22,26 +22,12 @@ using detail::throw_nested;
 
 namespace {
 
-constexpr auto kDefaultCreateTimeout = std::chrono::seconds(120);
 constexpr std::size_t kMinFrameBytes = detail::kFileChunk + (1u << 20);
 constexpr std::size_t kMinMemoryLimit = std::size_t{256} << 20;
 // RLIMIT_DATA while the runtime starts, above the cap: V8 reserves about 1.2 GiB of writable address space it does
 // not touch (code range, thread stacks, allocator arenas), and fails to start below that. Once it is ready the
 // limit is lowered to what it has mapped plus what the cap leaves (tighten_data_limit).
 constexpr std::uint64_t kStartupDataHeadroom = std::uint64_t{2} << 30;
-
-std::string random_id() {
-  std::random_device rd;
-  std::uniform_int_distribution<unsigned> byte(0, 255);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id = "pyodide-";
-  for (int i = 0; i < 8; ++i) {
-    const unsigned b = byte(rd);
-    id += kHex[b >> 4];
-    id += kHex[b & 15];
-  }
-  return id;
-}
 
 std::string normalize_distribution(std::string_view name) {
   std::string out;
@@ -120,7 +106,7 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
                                 " MiB (Pyodide needs about 150 MiB to start)",
                             Stage::kConfigure, ErrorKind::kInvalidArgument);
   }
-  auto impl = std::make_unique<Impl>(random_id());
+  auto impl = std::make_unique<Impl>("pyodide-" + detail::random_hex(8));
   auto& config = impl->host.config;
   config.runtime = detail::check_runtime(options.runtime_dir.value_or(detail::default_runtime_dir()));
 
@@ -216,7 +202,7 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   detail::sweep_stale_runtime_dirs(base);
   config.temp_base = base;
 
-  const auto deadline = detail::deadline_from(options.create_timeout, kDefaultCreateTimeout);
+  const auto deadline = detail::deadline_from(options.create_timeout, detail::kDefaultPyodideCreateTimeout);
   std::optional<fs::path> snapshot_file;
   if (const auto cache = detail::snapshot_cache_dir(options.snapshot_dir); options.use_snapshot && cache) {
     // The runtime may read the image (Deno and Landlock): named before the image exists, so that the process

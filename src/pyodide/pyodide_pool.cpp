@@ -8,6 +8,7 @@
 #include "code_interpreter/errors.hpp"
 #include "code_interpreter/logging.hpp"
 #include "core/deadline.hpp"
+#include "core/defaults.hpp"
 #include "core/nested.hpp"
 
 namespace code_interpreter {
@@ -16,7 +17,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr auto kDefaultAcquireTimeout = std::chrono::milliseconds(120s);  // create_timeout's default
+constexpr auto kDefaultAcquireTimeout = detail::kDefaultPyodideCreateTimeout;  // create_timeout's default
 constexpr auto kFirstRetry = std::chrono::milliseconds(1s);
 constexpr auto kLongestRetry = std::chrono::milliseconds(30s);
 constexpr auto kWarmUpTimeout = std::chrono::milliseconds(30s);

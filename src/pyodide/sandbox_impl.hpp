@@ -17,6 +17,7 @@
 
 #include "code_interpreter/pyodide_sandbox.hpp"
 #include "core/deadline.hpp"
+#include "core/defaults.hpp"
 #include "pyodide/host.hpp"
 
 namespace code_interpreter {
@@ -24,7 +25,6 @@ namespace code_interpreter {
 namespace detail {
 inline constexpr auto kDefaultFileTimeout = std::chrono::seconds(60);
 inline constexpr std::size_t kFileChunk = 8u << 20;  // bytes per read/write frame (the host caps reads at 8 MiB too)
-inline constexpr const char* kUploadDir = "/files";
 
 // The one deadline arithmetic (detail::Deadline): a budget the clock cannot reach is no bound, never an overflow.
 inline std::optional<HostClock::time_point> deadline_from(Timeout timeout, std::chrono::milliseconds fallback) {

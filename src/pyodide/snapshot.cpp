@@ -1,15 +1,14 @@
 #include "pyodide/snapshot.hpp"
 
 #include "core/digest.hpp"
+#include "core/temporary_file.hpp"
 
-#include <unistd.h>
-
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <mutex>
-#include <random>
 #include <system_error>
 #include <tuple>
 
@@ -87,28 +86,24 @@ bool snapshot_valid(const fs::path& file) {
 
 void write_snapshot(const fs::path& file, std::string_view image) {
   fs::create_directories(file.parent_path());
-  std::random_device rd;
-  const fs::path tmp = file.parent_path() / (file.filename().string() + ".tmp" + std::to_string(::getpid()) + "-" +
-                                             std::to_string(rd()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  // write_via_temporary says only whether the file is in place; errno, taken where each step failed, says why.
+  bool opened = false;
+  int write_error = 0;
+  const bool written = write_via_temporary(file, [&](std::ofstream& out) {
+    opened = true;
     out << kSnapshotMagic << sha256_hex(image) << "       \n";
     out.write(image.data(), static_cast<std::streamsize>(image.size()));
     out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw std::system_error(errno ? errno : EIO, std::generic_category(), "writing " + tmp.string());
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw fs::filesystem_error("rename", tmp, file, ec);
+    if (!out) write_error = errno ? errno : EIO;
+    return static_cast<bool>(out);
+  });
+  if (!written) {
+    const int error = write_error != 0 ? write_error : (errno ? errno : EIO);
+    const char* step = !opened ? "creating a temporary file for " : write_error != 0 ? "writing " : "renaming into ";
+    throw std::system_error(error, std::generic_category(), step + file.string());
   }
   // Written from the image just hashed: snapshot_valid need not read it back.
+  std::error_code ec;
   const auto size = fs::file_size(file, ec);
   const auto mtime = fs::last_write_time(file, ec);
   if (!ec) {

@@ -198,7 +198,8 @@ class FakeHarness {
  private:
   ci::ExecutionResult dispatch(std::string_view code, const ci::ExecuteOptions& options);
 
-  ci::testing::FakeSandbox fake_;
+  ci::testing::FakeSandbox fake_{ci::testing::FakeSandbox::pyodide_like_capabilities(), ci::Language::kPython, {},
+                                 kOutputCap};
   std::map<std::string, Handler, std::less<>> catalogue_;
   std::mutex mutex_;
   std::optional<Fault> fault_;
@@ -214,10 +215,6 @@ using contract::PyodideHarness;
 /// A scenario run against every backend.
 #define CONTRACT_SCENARIO(name, tags) \
   TEMPLATE_TEST_CASE(name, "[contract]" tags, PyodideHarness, E2BHarness, BedrockHarness, FakeHarness)
-/// A scenario FakeSandbox cannot express (it streams each scripted line whole, after the script, outside any
-/// try): what the callbacks get past the cap, pieces of a line over 64 KiB, a throwing callback.
-#define CONTRACT_REAL_SCENARIO(name, tags) \
-  TEMPLATE_TEST_CASE(name, "[contract]" tags, PyodideHarness, E2BHarness, BedrockHarness)
 /// A fault on a file read: FakeSandbox's reads cannot be scripted, so only the harnesses with a local server.
 #define CONTRACT_SERVER_SCENARIO(name, tags) \
   TEMPLATE_TEST_CASE(name, "[contract][faults]" tags, E2BHarness, BedrockHarness)

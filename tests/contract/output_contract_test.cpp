@@ -142,7 +142,7 @@ CONTRACT_SCENARIO("stdout over the cap is cut to the cap and truncated", "[outpu
   CHECK_FALSE(r.failure);
 }
 
-CONTRACT_REAL_SCENARIO("past the stdout cap the callback still gets everything", "[output][cap][callbacks]") {
+CONTRACT_SCENARIO("past the stdout cap the callback still gets everything", "[output][cap][callbacks]") {
   TestType h;
   Collected c;
   const auto r = h.exec(prog::kOverCap, c.options());
@@ -167,7 +167,7 @@ CONTRACT_SCENARIO("stderr has a cap of its own", "[output][cap]") {
   CHECK(r.stderr_text == std::string(kOutputCap, 'b'));
 }
 
-CONTRACT_REAL_SCENARIO("past the stderr cap the callback still gets everything", "[output][cap][callbacks]") {
+CONTRACT_SCENARIO("past the stderr cap the callback still gets everything", "[output][cap][callbacks]") {
   TestType h;
   Collected c;
   const auto r = h.exec(prog::kOverCapStderr, c.options());

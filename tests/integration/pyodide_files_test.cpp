@@ -141,6 +141,10 @@ TEST_CASE("download_file_to writes the file, and leaves nothing behind on failur
   auto part = missing;
   part += ".part";
   CHECK_FALSE(std::filesystem::exists(part));
+  // Nor a partial file under any other name beside it (the temporary file's name ends in random digits).
+  for (const auto& e : std::filesystem::directory_iterator(missing.parent_path())) {
+    CHECK(e.path().filename().string().rfind(missing.filename().string(), 0) == std::string::npos);
+  }
 }
 
 TEST_CASE("list_files lists a directory, sorted, with sizes", "[files]") {

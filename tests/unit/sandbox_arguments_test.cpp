@@ -58,3 +58,15 @@ TEST_CASE("valid UTF-8 beyond ASCII passes the checks unchanged", "[sandbox][arg
   sandbox.write_file("/files/caf\xc3\xa9.txt", "x");
   CHECK(sandbox.read_file("/files/caf\xc3\xa9.txt") == "x");
 }
+
+TEST_CASE("FakeSandbox refuses a max_output_bytes of 0 as configuration, as the real backends' create does",
+          "[sandbox][arguments]") {
+  try {
+    testing::FakeSandbox sandbox(testing::FakeSandbox::pyodide_like_capabilities(), Language::kPython, {}, 0);
+    FAIL("the constructor must throw");
+  } catch (const SandboxStartError& e) {
+    CHECK(e.stage() == Stage::kConfigure);
+    CHECK(e.kind() == ErrorKind::kInvalidArgument);
+    CHECK(std::string(e.what()) == "max_output_bytes must be positive");
+  }
+}

@@ -58,14 +58,18 @@ struct ExecuteCall {
 /// Follows the sandbox contract where it matters to callers: execute never throws once arguments are checked (an
 /// exhausted queue answers kError with FailureDetail{"fake.exhausted", retry_safe}); `result.code` is the code
 /// run; on_stdout / on_stderr get the scripted output line by line (a line over 64 KiB in pieces; one that throws
-/// makes the call kUnknown {callback.exception}, as on the real backends); after `terminate` every call but terminate
-/// and the accessors throws SandboxNotInitializedError; reads honour `max_bytes` (default kDefaultMaxDownloadBytes)
-/// as the real backends do: read_file throws kQuotaExceeded, download_file answers nullopt, download_file_to false. Thread-safe; handlers run without the lock held, so they
-/// may block (e.g. until the call's stop_token fires) or call put_file.
+/// makes the call kUnknown {callback.exception}, as on the real backends); the result keeps at most
+/// `max_output_bytes` of each stream, cut at a character boundary with `truncated` set, while the callbacks still get
+/// all of it (docs/errors.md "Output"); after `terminate` every call but terminate and the accessors throws
+/// SandboxNotInitializedError; reads honour `max_bytes` (default kDefaultMaxDownloadBytes) as the real backends do:
+/// read_file throws kQuotaExceeded, download_file answers nullopt, download_file_to false. Thread-safe; handlers run
+/// without the lock held, so they may block (e.g. until the call's stop_token fires) or call put_file.
 class FakeSandbox : public CodeInterpreterSandbox {
  public:
   /// The cap of read_file / download_file / download_file_to when none is given, as the real backends' default.
   static constexpr std::uint64_t kDefaultMaxDownloadBytes = std::uint64_t{512} << 20;
+  /// The per-stream cap of stdout_text / stderr_text when none is given, as the real backends' max_output_bytes.
+  static constexpr std::size_t kDefaultMaxOutputBytes = std::size_t{10} << 20;
 
   /// Computes the result of one call. `options.cancel` is the call's stop_token.
   using Handler = std::function<ExecutionResult(std::string_view code, const ExecuteOptions& options)>;
@@ -85,9 +89,18 @@ class FakeSandbox : public CodeInterpreterSandbox {
     return c;
   }
 
+  /// `max_output_bytes` is the per-stream cap of the kept text, as PyodideOptions / E2BOptions / BedrockOptions
+  /// have it; 0 throws SandboxStartError (stage configure, kInvalidArgument), as their create does.
   explicit FakeSandbox(Capabilities capabilities = pyodide_like_capabilities(), Language language = Language::kPython,
-                       std::vector<std::string> additional_packages = {})
-      : CodeInterpreterSandbox(language, std::move(additional_packages)), capabilities_(std::move(capabilities)) {}
+                       std::vector<std::string> additional_packages = {},
+                       std::size_t max_output_bytes = kDefaultMaxOutputBytes)
+      : CodeInterpreterSandbox(language, std::move(additional_packages)),
+        capabilities_(std::move(capabilities)),
+        max_output_bytes_(max_output_bytes) {
+    if (max_output_bytes_ == 0) {
+      throw SandboxStartError("max_output_bytes must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
+    }
+  }
 
   /// Queues the answer of the next call; `writes` (path -> bytes) are stored when that call happens, as if the code
   /// had written them.
@@ -309,6 +322,16 @@ class FakeSandbox : public CodeInterpreterSandbox {
     return false;
   }
 
+  /// Keeps at most the cap of `text`, cut at a character boundary (the scripted text is taken as valid UTF-8, as
+  /// the real backends' repaired text is); returns whether anything was cut.
+  bool keep_within_cap(std::string& text) const {
+    if (text.size() <= max_output_bytes_) return false;
+    std::size_t cut = max_output_bytes_;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    text.resize(cut);
+    return true;
+  }
+
   ExecutionResult run(std::string_view code, const ExecuteOptions& options, bool command) {
     std::variant<std::monostate, Scripted, Handler> next;
     {
@@ -351,10 +374,15 @@ class FakeSandbox : public CodeInterpreterSandbox {
       result.failure = FailureDetail{"fake.exhausted", true};
     }
     result.code = std::string(code);
-    // A callback that throws stops both (docs/errors.md "Output"): the call is kUnknown, its text kept.
+    // The callbacks get the whole output; only the kept text is capped (docs/errors.md "Output"). A callback that
+    // throws stops both: the call is kUnknown, its text kept.
     std::string thrown;
-    if (!stream_lines(options.on_stdout, result.stdout_text, thrown) ||
-        !stream_lines(options.on_stderr, result.stderr_text, thrown)) {
+    const bool delivered = stream_lines(options.on_stdout, result.stdout_text, thrown) &&
+                           stream_lines(options.on_stderr, result.stderr_text, thrown);
+    const bool cut_stdout = keep_within_cap(result.stdout_text);
+    const bool cut_stderr = keep_within_cap(result.stderr_text);
+    if (cut_stdout || cut_stderr) result.truncated = true;
+    if (!delivered) {
       result.status = ExecutionStatus::kUnknown;
       result.exit_code = -1;
       result.timeout_kind.reset();
@@ -367,6 +395,7 @@ class FakeSandbox : public CodeInterpreterSandbox {
   }
 
   Capabilities capabilities_;
+  std::size_t max_output_bytes_;
   mutable std::mutex mutex_;
   std::deque<std::variant<Scripted, Handler>> script_;
   std::map<std::string, std::string> files_;
