@@ -9,6 +9,8 @@
 
 #include <curl/curl.h>
 
+#include "core/defaults.hpp"
+
 namespace code_interpreter::bedrock {
 namespace {
 
@@ -155,6 +157,8 @@ ResolvedConfig resolve_config(const BedrockOptions& options) {
     refuse("the Bedrock endpoint must start with http:// or https://", ErrorKind::kInvalidArgument);
   if (!printable_without_breaks(config.endpoint) || config.endpoint.find(' ') != std::string::npos)
     refuse("the Bedrock endpoint contains a space or a control character", ErrorKind::kInvalidArgument);
+  if (options.request_timeout.count() <= 0 || options.request_timeout > detail::kMaxRequestBudget)
+    refuse("request_timeout must be above 0 and at most 24 hours", ErrorKind::kInvalidArgument);
   // A cap of 0 would make every message hostile, so every call UNKNOWN.
   if (options.max_message_bytes == 0 || options.max_output_bytes == 0)
     refuse("max_message_bytes and max_output_bytes must be positive", ErrorKind::kInvalidArgument);

@@ -12,6 +12,10 @@
 
 namespace code_interpreter::detail {
 
+/// The longest request timeout (E2BOptions, BedrockOptions) and interrupt grace (PyodideOptions) a create accepts:
+/// far past any sensible budget, and far from where adding it to a clock's now() overflows.
+inline constexpr std::chrono::milliseconds kMaxRequestBudget{std::chrono::hours(24)};
+
 /// ExecuteOptions::timeout when unset (docs/errors.md "Timeouts").
 inline constexpr std::chrono::milliseconds kDefaultExecuteTimeout{std::chrono::seconds(300)};
 /// CommandOptions::timeout when unset.

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <initializer_list>
 
+#include "core/defaults.hpp"
 #include "core/untrusted.hpp"
 #include "core/utf8.hpp"
 #include "http/stream_decoders.hpp"
@@ -90,6 +91,9 @@ E2BStub::E2BStub(E2BOptions opts) : options(std::move(opts)) {
                             ErrorKind::kUnauthenticated);
   if (key->find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
     throw SandboxStartError("the E2B API key contains a line break or NUL", Stage::kConfigure,
+                            ErrorKind::kInvalidArgument);
+  if (options.request_timeout.count() <= 0 || options.request_timeout > detail::kMaxRequestBudget)
+    throw SandboxStartError("request_timeout must be above 0 and at most 24 hours", Stage::kConfigure,
                             ErrorKind::kInvalidArgument);
   api_key_ = std::move(*key);
   domain_ = options.domain ? *options.domain : from_env("E2B_DOMAIN").value_or("e2b.app");

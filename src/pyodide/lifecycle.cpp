@@ -95,6 +95,10 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   if (options.interrupt_grace.count() < 0) {
     throw SandboxStartError("interrupt_grace must not be negative", Stage::kConfigure, ErrorKind::kInvalidArgument);
   }
+  // A grace the clock cannot add to now() would overflow into a deadline in the past (a kill at once).
+  if (options.interrupt_grace > detail::kMaxRequestBudget) {
+    throw SandboxStartError("interrupt_grace must be at most 24 hours", Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
   if (options.max_download_bytes == 0) {
     throw SandboxStartError("max_download_bytes must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
   }

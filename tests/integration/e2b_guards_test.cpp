@@ -196,3 +196,21 @@ TEST_CASE("e2b: list_files drops hostile names and paths that are not dir/name, 
                                          {"sub", "/home/user/sub", false, 5}});
   sandbox->terminate();
 }
+
+TEST_CASE("e2b: a request_timeout of 0 or over 24 hours is refused at configure, nothing created", "[e2b][guards]") {
+  E2BServer server;
+  for (const auto timeout : {std::chrono::milliseconds(0), std::chrono::milliseconds(-1),
+                             std::chrono::milliseconds::max()}) {
+    auto options = server.options();
+    options.request_timeout = timeout;
+    try {
+      (void)E2BSandbox::create(options);
+      FAIL("create accepted request_timeout " << timeout.count());
+    } catch (const SandboxStartError& e) {
+      CHECK(std::string(e.what()) == "request_timeout must be above 0 and at most 24 hours");
+      CHECK(e.stage() == Stage::kConfigure);
+      CHECK(e.kind() == ErrorKind::kInvalidArgument);
+    }
+  }
+  CHECK(server.requests().empty());
+}

@@ -343,6 +343,8 @@ TEST_CASE("capabilities describe the Pyodide backend", "[execute]") {
   expected.packages = true;
   expected.network = false;
   expected.interrupt = true;
+  expected.expression_results = true;
+  expected.streaming_output = true;
   expected.languages = {ci::Language::kPython};
   expected.upload_dir = "/files";
   CHECK(sb->capabilities() == expected);

@@ -403,6 +403,19 @@ TEST_CASE("a negative interrupt_grace is refused at configure", "[lifecycle]") {
   }
 }
 
+TEST_CASE("an interrupt_grace over 24 hours is refused at configure: now() plus it would overflow", "[lifecycle]") {
+  ci::PyodideOptions o;
+  o.interrupt_grace = std::chrono::milliseconds::max();
+  try {
+    (void)ci::PyodideSandbox::create(o);
+    FAIL("create succeeded");
+  } catch (const ci::SandboxStartError& e) {
+    CHECK(e.stage() == ci::Stage::kConfigure);
+    CHECK(e.kind() == ci::ErrorKind::kInvalidArgument);
+    CHECK(std::string(e.what()) == "interrupt_grace must be at most 24 hours");
+  }
+}
+
 TEST_CASE("the runtime has its own process group, so a terminal's Ctrl-C leaves it to the host", "[lifecycle]") {
   auto sb = make_sandbox();
   const auto children = test_support::deno_children();

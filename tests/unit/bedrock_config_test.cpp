@@ -396,7 +396,8 @@ TEST_CASE("resolve_config: an endpoint without http:// or https://, or with a sp
     INFO(endpoint);
     options.endpoint_url = endpoint;
     const auto e = refusal(options, ErrorKind::kInvalidArgument);
-    CHECK(std::string(e.what()).find("must start with http:// or https://") != std::string::npos);
+    // The endpoint is not quoted: it may hold a user name and password.
+    CHECK(std::string(e.what()) == "the Bedrock endpoint must start with http:// or https://");
   }
   for (const char* endpoint : {"https://example.com/a b", "https://example.com\r\nX-Injected: 1"}) {
     options.endpoint_url = endpoint;
@@ -475,4 +476,16 @@ TEST_CASE("resolve_config: no refusal quotes the secret or the session token", "
   (void)refusal(options, ErrorKind::kUnauthenticated);                  // incomplete
   ::unsetenv("AWS_ACCESS_KEY_ID");
   (void)refusal(with_region(), ErrorKind::kUnauthenticated);            // none (the secret alone is not enough)
+}
+
+TEST_CASE("resolve_config: a request_timeout of 0 or over 24 hours is refused", "[bedrock_config]") {
+  Environment env;
+  set_env_credentials();
+  for (const auto timeout : {std::chrono::milliseconds(0), std::chrono::milliseconds(-5),
+                             std::chrono::milliseconds::max()}) {
+    auto options = with_region();
+    options.request_timeout = timeout;
+    const auto e = refusal(options, ErrorKind::kInvalidArgument);
+    CHECK(std::string(e.what()) == "request_timeout must be above 0 and at most 24 hours");
+  }
 }
