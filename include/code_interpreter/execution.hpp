@@ -57,6 +57,7 @@ enum class Stage {
   kSetTimeout,
   kTerminate,
   kNotInitialized,
+  kManage,  ///< a SandboxManager call (list, get, kill, pause, resume, sweep)
 };
 
 /// What kind of failure an error is, independent of the backend.
@@ -191,6 +192,34 @@ struct CommandOptions {
   std::stop_token cancel;
 };
 
+/// How much of the network the code in a sandbox may reach (docs/backends.md "Network policy").
+enum class NetworkAccess {
+  kNone,       ///< no network at all
+  kAllowlist,  ///< only the hosts in NetworkPolicy::allowed_hosts
+  kAll,        ///< the whole internet
+};
+
+/// "none", "allowlist" or "all".
+CODE_INTERPRETER_EXPORT std::string_view to_string(NetworkAccess access) noexcept;
+
+/// The network a sandbox gets at creation. A policy a backend cannot honour is refused by create
+/// (SandboxStartError, stage configure, kUnsupported), never weakened: Pyodide honours only kNone; E2B all three;
+/// Bedrock AgentCore what its interpreter's network mode gives (BedrockOptions::interpreter_network_mode).
+struct NetworkPolicy {
+  NetworkAccess access = NetworkAccess::kAll;
+  /// For kAllowlist: host names ("pypi.org") or IPv4 addresses / CIDR ranges ("8.8.8.8", "10.0.0.0/8"), 1..253
+  /// bytes each of letters, digits, '.', '-', '*' (a leading "*." wildcard only), ':' and '/'; 1..100 entries.
+  /// Must be empty otherwise.
+  std::vector<std::string> allowed_hosts;
+
+  [[nodiscard]] static NetworkPolicy none() { return {NetworkAccess::kNone, {}}; }
+  [[nodiscard]] static NetworkPolicy all() { return {NetworkAccess::kAll, {}}; }
+  [[nodiscard]] static NetworkPolicy allowlist(std::vector<std::string> hosts) {
+    return {NetworkAccess::kAllowlist, std::move(hosts)};
+  }
+  friend bool operator==(const NetworkPolicy&, const NetworkPolicy&) = default;
+};
+
 /// What a backend can do; `SandboxCodeInterpreter` writes its tool description from it.
 struct Capabilities {
   bool stateful = false;        ///< variables persist between execute_code calls
@@ -207,6 +236,8 @@ struct Capabilities {
   /// backend's answer does (Bedrock AgentCore sends the output with the result; FakeSandbox after its handler).
   bool streaming_output = false;
   std::vector<Language> languages;
+  /// The network policies this sandbox's create accepts (docs/backends.md "Network policy"), in NetworkAccess order.
+  std::vector<NetworkAccess> network_policies;
   std::string upload_dir;       ///< where ExecuteOptions::files go by default
   friend bool operator==(const Capabilities&, const Capabilities&) = default;
 };

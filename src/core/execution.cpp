@@ -54,8 +54,18 @@ std::string_view to_string(Stage stage) noexcept {
     case Stage::kSetTimeout: return "set_timeout";
     case Stage::kTerminate: return "terminate";
     case Stage::kNotInitialized: return "not_initialized";
+    case Stage::kManage: return "manage";
   }
   return "execute";
+}
+
+std::string_view to_string(NetworkAccess access) noexcept {
+  switch (access) {
+    case NetworkAccess::kNone: return "none";
+    case NetworkAccess::kAllowlist: return "allowlist";
+    case NetworkAccess::kAll: return "all";
+  }
+  return "all";
 }
 
 std::string_view to_string(ErrorKind kind) noexcept {

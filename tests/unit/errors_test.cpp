@@ -100,6 +100,10 @@ TEST_CASE("to_string(Stage) gives each stage's stable snake_case name", "[errors
   CHECK(to_string(Stage::kSetTimeout) == "set_timeout");
   CHECK(to_string(Stage::kTerminate) == "terminate");
   CHECK(to_string(Stage::kNotInitialized) == "not_initialized");
+  CHECK(to_string(Stage::kManage) == "manage");
+  CHECK(to_string(NetworkAccess::kNone) == "none");
+  CHECK(to_string(NetworkAccess::kAllowlist) == "allowlist");
+  CHECK(to_string(NetworkAccess::kAll) == "all");
 }
 
 TEST_CASE("to_string(ErrorKind) gives each kind's stable snake_case name", "[errors]") {
