@@ -34,13 +34,20 @@ struct ConfinementReport {
 struct PyodideOptions {
   /// Only Language::kPython is supported; anything else is a SandboxStartError (stage configure, kUnsupported).
   Language language = Language::kPython;
-  /// Distribution names installed at start (and again after every respawn) from wheel files in `wheel_dir`
-  /// (`<name>-<version>-<tags>.whl`, name matched case-insensitively with '-', '_' and '.' alike; exactly one wheel
-  /// may match). No index is reachable: a package without a wheel there fails creation (SandboxStartError, stage
-  /// install_packages).
+  /// Distribution names installed at start (and again after every respawn), from files in the package directory
+  /// (`wheel_dir`). A name the runtime's pyodide-lock.json holds (compared as PEP 503 does) brings its dependencies
+  /// from the lock, and every file is checked against the lock's SHA-256 before it is loaded; fetch them with
+  /// `code-interpreter packages fetch NAME...`. Any other name must have exactly one wheel of the user's own there
+  /// (`<name>-<version>-<tags>.whl`), loaded after the lock's packages and unchecked. Nothing is ever fetched from
+  /// the sandbox. A missing or mismatched file, or an unknown name, fails creation (SandboxStartError, stage
+  /// install_packages, naming the package and the fetch command).
   std::vector<std::string> additional_packages;
-  /// Directory of wheel files; the Deno process may read it.
+  /// The package directory; the Deno process may read it. Default: `packages-<Pyodide version>` in the snapshot
+  /// cache directory (see `snapshot_dir`'s default).
   std::optional<std::filesystem::path> wheel_dir;
+  /// A lock file in pyodide-lock.json's format to resolve `additional_packages` from, instead of the runtime's own
+  /// (node_modules/pyodide/pyodide-lock.json in the runtime directory): for a lock of your own packages.
+  std::optional<std::filesystem::path> package_lock;
   /// The runtime directory (host script, Pyodide, Deno). Default: the one installed beside the shared library.
   /// A static build cannot locate itself: pass the directory the package exports as
   /// `CodeInterpreter_PYODIDE_RUNTIME_DIR`.

@@ -12,6 +12,7 @@
 #include "core/nested.hpp"
 #include "core/random_id.hpp"
 #include "pyodide/outcome.hpp"
+#include "pyodide/packages.hpp"
 #include "pyodide/sandbox_impl.hpp"
 #include "pyodide/snapshot.hpp"
 
@@ -29,23 +30,57 @@ constexpr std::size_t kMinMemoryLimit = std::size_t{256} << 20;
 // limit is lowered to what it has mapped plus what the cap leaves (tighten_data_limit).
 constexpr std::uint64_t kStartupDataHeadroom = std::uint64_t{2} << 30;
 
-std::string normalize_distribution(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '-' || c == '.' || c == '_') {
-      out += '_';
-    } else {
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
+// The package directory: wheel_dir, else the default one under the cache directory. Deno's --allow-read takes a
+// comma-separated list, so a comma in the path cannot be expressed.
+fs::path resolve_package_dir(const PyodideOptions& options) {
+  const auto given = options.wheel_dir ? options.wheel_dir : detail::default_package_dir();
+  if (!given) {
+    throw SandboxStartError("additional_packages need a package directory: set PyodideOptions::wheel_dir, or "
+                            "XDG_CACHE_HOME or HOME to an absolute path",
+                            Stage::kInstallPackages, ErrorKind::kInvalidArgument);
   }
-  return out;
+  std::error_code ec;
+  const fs::path dir = fs::canonical(*given, ec);
+  if (ec || !fs::is_directory(dir, ec)) {
+    throw SandboxStartError("package directory '" + given->string() + "' is not a directory" +
+                                (options.wheel_dir ? "" : ": fetch packages into it with `code-interpreter packages fetch`"),
+                            Stage::kInstallPackages, ErrorKind::kNotFound);
+  }
+  if (dir.string().find(',') != std::string::npos) {
+    throw SandboxStartError("package directory '" + dir.string() + "' contains a comma, which Deno's --allow-read "
+                            "cannot express",
+                            Stage::kConfigure, ErrorKind::kInvalidArgument);
+  }
+  return dir;
 }
 
-bool valid_distribution_name(std::string_view name) {
-  if (name.empty()) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-  });
+// A wheel of the user's own for `name` in `dir` (`<name>-<version>-<tags>.whl`, the name compared normalized);
+// nullopt when there is none. Two wheels of one name are refused: which one loads must not depend on the order of
+// a directory listing.
+std::optional<fs::path> own_wheel(const fs::path& dir, const std::string& name) {
+  const auto want = detail::normalize_distribution(name);
+  std::optional<fs::path> best;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const auto file = entry.path().filename().string();
+    if (entry.path().extension() != ".whl") continue;
+    const auto dash = file.find('-');
+    if (dash == std::string::npos || detail::normalize_distribution(file.substr(0, dash)) != want) continue;
+    if (best) {
+      throw SandboxStartError("package '" + name + "' matches several wheels in '" + dir.string() + "' ('" +
+                                  best->filename().string() + "', '" + entry.path().filename().string() +
+                                  "'); keep one",
+                              Stage::kInstallPackages, ErrorKind::kInvalidArgument);
+    }
+    best = entry.path();
+  }
+  return best;
+}
+
+std::string fetch_command(const std::vector<std::string>& names) {
+  std::string command = "code-interpreter packages fetch";
+  for (const auto& n : names) command += " " + n;
+  return command;
 }
 
 // What the Deno process reads besides the runtime and the wheels, found by running it under Landlock: the dynamic
@@ -114,51 +149,54 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   auto& config = impl->host.config;
   config.runtime = detail::check_runtime(options.runtime_dir.value_or(detail::default_runtime_dir()));
 
-  // Resolve additional_packages to wheel files before anything starts.
+  // Resolve additional_packages to files before anything starts: names the lock holds, with their dependencies,
+  // checked against the lock's SHA-256; other names as a wheel of the user's own in the package directory.
   std::vector<fs::path> readable = config.runtime.readable;
   if (!options.additional_packages.empty()) {
-    if (!options.wheel_dir) {
-      throw SandboxStartError("additional_packages need PyodideOptions::wheel_dir: no package index is reachable "
-                              "from the Pyodide sandbox",
-                              Stage::kInstallPackages, ErrorKind::kInvalidArgument);
+    const auto dir = resolve_package_dir(options);
+    const auto lock_file = options.package_lock.value_or(detail::runtime_lock_file(config.runtime.dir));
+    detail::PackageLock lock;
+    try {
+      lock = detail::PackageLock::read(lock_file);
+    } catch (const detail::PackageLockError& e) {
+      throw SandboxStartError(e.what(), Stage::kInstallPackages, ErrorKind::kInvalidArgument);
     }
-    std::error_code ec;
-    const fs::path dir = fs::canonical(*options.wheel_dir, ec);
-    if (ec || !fs::is_directory(dir, ec)) {
-      throw SandboxStartError("wheel_dir '" + options.wheel_dir->string() + "' is not a directory",
-                              Stage::kInstallPackages, ErrorKind::kNotFound);
-    }
-    if (dir.string().find(',') != std::string::npos) {
-      throw SandboxStartError("wheel_dir '" + dir.string() + "' contains a comma, which Deno's --allow-read "
-                              "cannot express",
-                              Stage::kConfigure, ErrorKind::kInvalidArgument);
-    }
+    std::vector<std::string> locked;
     for (const auto& name : options.additional_packages) {
-      if (!valid_distribution_name(name)) {
+      if (!detail::valid_distribution_name(name)) {
         throw SandboxStartError("'" + name + "' is not a valid package name", Stage::kInstallPackages,
                                 ErrorKind::kInvalidArgument);
       }
-      const auto want = normalize_distribution(name);
-      std::optional<fs::path> best;
-      for (const auto& entry : fs::directory_iterator(dir, ec)) {
-        const auto file = entry.path().filename().string();
-        if (entry.path().extension() != ".whl") continue;
-        const auto dash = file.find('-');
-        if (dash == std::string::npos || normalize_distribution(file.substr(0, dash)) != want) continue;
-        if (best) {
-          throw SandboxStartError("package '" + name + "' matches several wheels in '" + dir.string() + "' ('" +
-                                      best->filename().string() + "', '" + entry.path().filename().string() +
-                                      "'); keep one",
-                                  Stage::kInstallPackages, ErrorKind::kInvalidArgument);
-        }
-        best = entry.path();
-      }
-      if (!best) {
-        throw SandboxStartError("package '" + name + "' has no wheel in '" + dir.string() + "'",
+      if (lock.find(name) != nullptr) {
+        locked.push_back(name);
+      } else if (auto wheel = own_wheel(dir, name)) {
+        config.wheels.push_back(wheel->string());
+      } else {
+        throw SandboxStartError("unknown package '" + name + "': " + lock_file.filename().string() +
+                                    " does not hold it and '" + dir.string() + "' has no wheel of it",
                                 Stage::kInstallPackages, ErrorKind::kNotFound);
       }
-      config.wheels.push_back(best->string());
     }
+    std::vector<std::string> files;
+    for (const auto* p : lock.closure(locked)) {
+      switch (detail::check_package_file(dir, *p)) {
+        case detail::PackageFileState::kOk: break;
+        case detail::PackageFileState::kMissing:
+          throw SandboxStartError("package '" + p->name + "' " + p->version + " needs '" + p->file_name + "' in '" +
+                                      dir.string() + "', which is missing: fetch it with `" + fetch_command(locked) +
+                                      "`",
+                                  Stage::kInstallPackages, ErrorKind::kNotFound);
+        case detail::PackageFileState::kMismatch:
+          throw SandboxStartError("package '" + p->name + "' " + p->version + ": '" + p->file_name + "' in '" +
+                                      dir.string() + "' does not match the SHA-256 that " +
+                                      lock_file.filename().string() + " gives; delete it and fetch it again with `" +
+                                      fetch_command(locked) + "`",
+                                  Stage::kInstallPackages, ErrorKind::kInvalidArgument);
+      }
+      files.push_back((dir / p->file_name).string());
+    }
+    // Dependencies first, then the user's own wheels, which may import them.
+    config.wheels.insert(config.wheels.begin(), files.begin(), files.end());
     readable.push_back(dir);
   }
 

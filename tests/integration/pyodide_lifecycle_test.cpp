@@ -107,8 +107,8 @@ TEST_CASE("a package without a wheel aborts creation at install_packages and lea
   } catch (const ci::SandboxStartError& e) {
     CHECK(e.stage() == ci::Stage::kInstallPackages);
     CHECK(e.kind() == ci::ErrorKind::kNotFound);
-    CHECK(std::string(e.what()) ==
-          "package 'no-such-package' has no wheel in '" + std::filesystem::canonical(CI_TEST_WHEEL_DIR).string() + "'");
+    CHECK(std::string(e.what()) == "unknown package 'no-such-package': pyodide-lock.json does not hold it and '" +
+                                       std::filesystem::canonical(CI_TEST_WHEEL_DIR).string() + "' has no wheel of it");
   }
   CHECK(test_support::no_deno_children());
 }
@@ -127,17 +127,93 @@ TEST_CASE("a wheel that cannot be installed aborts creation and leaves no proces
   CHECK(test_support::no_deno_children());
 }
 
-TEST_CASE("additional_packages without a wheel directory are refused before anything starts", "[packages]") {
+TEST_CASE("additional_packages without a wheel_dir use the default package directory, and its absence is named",
+          "[packages]") {
+  test_support::TempDir cache;
+  test_support::ScopedEnv xdg("XDG_CACHE_HOME", cache.path().string());
   ci::PyodideOptions o;
   o.additional_packages = {"ci-hello"};
+  o.use_snapshot = false;
+  try {
+    (void)ci::PyodideSandbox::create(o);
+    FAIL("create succeeded");
+  } catch (const ci::SandboxStartError& e) {
+    CHECK(e.stage() == ci::Stage::kInstallPackages);
+    CHECK(e.kind() == ci::ErrorKind::kNotFound);
+    CHECK(std::string(e.what()) == "package directory '" + cache.path().string() + "/code_interpreter/pyodide/packages-" +
+                                       CI_TEST_PYODIDE_VERSION +
+                                       "' is not a directory: fetch packages into it with `code-interpreter packages fetch`");
+  }
+  CHECK(test_support::deno_children().empty());
+}
+
+TEST_CASE("a package the lock holds is loaded with its dependencies, each checked against the lock", "[packages]") {
+  ci::PyodideOptions o;
+  o.additional_packages = {"CI_App"};
+  o.wheel_dir = CI_TEST_PACKAGE_DIR;
+  o.package_lock = CI_TEST_PACKAGE_LOCK;
+  auto sb = make_sandbox(o);
+  auto r = sb->execute_code("import ci_app, ci_base\nci_app.ANSWER, ci_base.VALUE");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.results.at(0).data.at("text/plain") == "(42, 41)");
+}
+
+TEST_CASE("a package whose file does not match the lock's SHA-256 is refused before anything starts", "[packages]") {
+  ci::PyodideOptions o;
+  o.additional_packages = {"ci-tampered"};
+  o.wheel_dir = CI_TEST_PACKAGE_DIR;
+  o.package_lock = CI_TEST_PACKAGE_LOCK;
   try {
     (void)ci::PyodideSandbox::create(o);
     FAIL("create succeeded");
   } catch (const ci::SandboxStartError& e) {
     CHECK(e.stage() == ci::Stage::kInstallPackages);
     CHECK(e.kind() == ci::ErrorKind::kInvalidArgument);
+    CHECK(std::string(e.what()) == "package 'ci-tampered' 0.1.0: 'ci_tampered-0.1.0-py3-none-any.whl' in '" +
+                                       std::filesystem::canonical(CI_TEST_PACKAGE_DIR).string() +
+                                       "' does not match the SHA-256 that test-lock.json gives; delete it and fetch it "
+                                       "again with `code-interpreter packages fetch ci-tampered`");
   }
   CHECK(test_support::deno_children().empty());
+}
+
+TEST_CASE("a package whose file is missing from the package directory names the file and the fetch command",
+          "[packages]") {
+  ci::PyodideOptions o;
+  o.additional_packages = {"ci-base", "ci-absent"};
+  o.wheel_dir = CI_TEST_PACKAGE_DIR;
+  o.package_lock = CI_TEST_PACKAGE_LOCK;
+  try {
+    (void)ci::PyodideSandbox::create(o);
+    FAIL("create succeeded");
+  } catch (const ci::SandboxStartError& e) {
+    CHECK(e.stage() == ci::Stage::kInstallPackages);
+    CHECK(e.kind() == ci::ErrorKind::kNotFound);
+    CHECK(std::string(e.what()) == "package 'ci-absent' 0.1.0 needs 'ci_absent-0.1.0-py3-none-any.whl' in '" +
+                                       std::filesystem::canonical(CI_TEST_PACKAGE_DIR).string() +
+                                       "', which is missing: fetch it with `code-interpreter packages fetch ci-base "
+                                       "ci-absent`");
+  }
+  CHECK(test_support::deno_children().empty());
+}
+
+TEST_CASE("a package lock that is not one is refused at install_packages naming the file's fault", "[packages]") {
+  test_support::TempDir dir;
+  const auto lock = dir.path() / "lock.json";
+  { std::ofstream(lock) << R"({"packages": {"x": {"name": "x", "version": "1", "file_name": "../x.whl", "sha256": ")"
+                        << std::string(64, 'a') << R"("}}})"; }
+  ci::PyodideOptions o;
+  o.additional_packages = {"x"};
+  o.wheel_dir = CI_TEST_PACKAGE_DIR;
+  o.package_lock = lock;
+  try {
+    (void)ci::PyodideSandbox::create(o);
+    FAIL("create succeeded");
+  } catch (const ci::SandboxStartError& e) {
+    CHECK(e.stage() == ci::Stage::kInstallPackages);
+    CHECK(e.kind() == ci::ErrorKind::kInvalidArgument);
+    CHECK(std::string(e.what()) == "pyodide-lock.json: package 'x' has a file_name that is not a plain file name");
+  }
 }
 
 TEST_CASE("packages are installed again when the runtime is respawned", "[packages][timing]") {
