@@ -98,7 +98,7 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
     }
     r.stdout_text = out.take_text();
     r.stderr_text = err.take_text();
-    r.truncated = out.truncated() || err.truncated();
+    r.truncated = r.truncated || out.truncated() || err.truncated();  // r.truncated: rich results dropped
   };
   // The outcome when the code was stopped on our request (by interrupt or by kill).
   auto stopped = [&](bool killed) { detail::set_stopped(r, reason, killed, callback_error); };
@@ -184,7 +184,7 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
         } else {
           const bool host_interrupt = end->host_interrupt;
           const bool ok = end->status == detail::RunEnd::Status::kOk;
-          detail::apply_run_end(std::move(*end), r);
+          detail::apply_run_end(std::move(*end), r, options.max_output_bytes);
           if (h->watchdog.over_limit_now()) {
             // The call ended holding more than the cap (an allocation that failed inside Python after others had
             // touched memory reserved before the data limit): the cap's outcome is this call's, not the next one's.

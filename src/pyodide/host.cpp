@@ -381,6 +381,10 @@ std::optional<RunEnd> decode_run_end(const json& h) {
     if (status == "ok") {
       end.status = RunEnd::Status::kOk;
       if (const auto v = h.find("value"); v != h.end() && v->is_string()) end.value = v->get<std::string>();
+      if (const auto d = h.find("value_data"); end.value && d != h.end()) {
+        end.value_data = d->get<std::map<std::string, std::string>>();
+        end.value_data.erase("text/plain");
+      }
     } else if (status == "error" || status == "interrupted") {
       const auto& e = h.at("error");
       end.error = CodeError{e.at("name").get<std::string>(), e.at("value").get<std::string>(),
@@ -390,6 +394,10 @@ std::optional<RunEnd> decode_run_end(const json& h) {
     } else {
       return std::nullopt;
     }
+    if (const auto d = h.find("displays"); d != h.end()) {
+      end.displays = d->get<std::vector<std::map<std::string, std::string>>>();
+    }
+    end.displays_dropped = field_bool(h, "displays_dropped");
     end.host_interrupt = field_bool(h, "host_interrupt");
     return end;
   } catch (const json::exception&) {

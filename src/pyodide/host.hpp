@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -124,6 +125,9 @@ RunFrame classify_run_frame(const Frame& f, std::uint32_t rid);
 struct RunEnd {
   enum class Status { kOk, kError, kInterrupted } status = Status::kOk;
   std::optional<std::string> value;  // kOk: the repr of the last expression, when it is not None
+  std::map<std::string, std::string> value_data;  // kOk: the last expression's other formats (mime type -> text)
+  std::vector<std::map<std::string, std::string>> displays;  // display() calls and shown figures, in order
+  bool displays_dropped = false;     // the runtime dropped displays past its own cap
   int exit_code = 0;                 // kError
   CodeError error;                   // kError, kInterrupted
   bool host_interrupt = false;       // an interrupt was received for this run

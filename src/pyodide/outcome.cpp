@@ -1,6 +1,8 @@
 // The Pyodide backend's outcome mapping (outcome.hpp), by the rules of docs/errors.md.
 #include "pyodide/outcome.hpp"
 
+#include <algorithm>
+
 #include "core/nested.hpp"
 #include "core/outcome.hpp"
 
@@ -28,11 +30,27 @@ ExecutionResult not_ready_outcome(std::string code, const ReadyError& e) {
                         !cancelled);
 }
 
-void apply_run_end(RunEnd&& end, ExecutionResult& r) {
+void apply_run_end(RunEnd&& end, ExecutionResult& r, std::size_t max_rich_bytes) {
+  std::size_t used = 0;
+  auto keep = [&](std::map<std::string, std::string>&& data, bool main) {
+    std::size_t size = 0;
+    for (const auto& [k, v] : data) size += k.size() + v.size();
+    if (size > max_rich_bytes - std::min(max_rich_bytes, used)) {
+      r.truncated = true;
+      return;
+    }
+    used += size;
+    r.results.push_back(RichResult{std::move(data), main});
+  };
+  for (auto& d : end.displays) keep(std::move(d), false);
+  if (end.displays_dropped) r.truncated = true;
   if (end.status == RunEnd::Status::kOk) {
     r.status = ExecutionStatus::kSuccess;
     r.exit_code = 0;
-    if (end.value) r.results.push_back(RichResult{{{"text/plain", std::move(*end.value)}}, true});
+    if (end.value) {
+      end.value_data["text/plain"] = std::move(*end.value);
+      keep(std::move(end.value_data), true);
+    }
     return;
   }
   r.status = ExecutionStatus::kError;

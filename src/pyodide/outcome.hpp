@@ -32,9 +32,11 @@ ExecutionResult request_timed_out(std::string code, std::string error, bool stat
 /// else never ran (`cancelled`, or `pyodide.runtime_unavailable` with the state lost).
 ExecutionResult not_ready_outcome(std::string code, const ReadyError& e);
 
-/// Fills `r` from the end of a run: kSuccess with the last expression's repr, or kError with the user's exception
-/// (docs/errors.md "The user's exception").
-void apply_run_end(RunEnd&& end, ExecutionResult& r);
+/// Fills `r` from the end of a run: kSuccess with the last expression's formats as the main result, or kError with
+/// the user's exception (docs/errors.md "The user's exception"); either way the run's displays first, in order.
+/// Rich results past `max_rich_bytes` in all (counted on their mime types and texts) are dropped, later ones first,
+/// and `truncated` is set, as the runtime does past its own cap.
+void apply_run_end(RunEnd&& end, ExecutionResult& r, std::size_t max_rich_bytes);
 
 /// The cap's outcome when the runtime had to be ended for it: kError, exit_code 1, a MemoryError naming the cap,
 /// state_lost (docs/errors.md "Statuses and what each result carries").

@@ -80,7 +80,8 @@ TEST_CASE("None, a statement or a trailing semicolon give no result", "[execute]
   }
 }
 
-TEST_CASE("an uncaught exception is ERROR with exit_code 1 and a traceback without host frames", "[execute]") {
+TEST_CASE("an uncaught exception is ERROR with exit_code 1 and a traceback of the user's lines without host frames",
+          "[execute]") {
   auto sb = make_sandbox();
   auto r = sb->execute_code("print('before')\ndef g():\n    return 1 / 0\ng()");
   CHECK(r.status == ci::ExecutionStatus::kError);
@@ -91,8 +92,12 @@ TEST_CASE("an uncaught exception is ERROR with exit_code 1 and a traceback witho
   CHECK(r.code_error->name == "ZeroDivisionError");
   CHECK(r.code_error->value == "division by zero");
   const std::string tb = kTraceHead +
-                         "  File \"<code>\", line 4, in <module>\n"
-                         "  File \"<code>\", line 3, in g\n"
+                         "  File \"<code-1>\", line 4, in <module>\n"
+                         "    g()\n"
+                         "    ~^^\n"
+                         "  File \"<code-1>\", line 3, in g\n"
+                         "    return 1 / 0\n"
+                         "           ~~^~~\n"
                          "ZeroDivisionError: division by zero";
   CHECK(r.code_error->traceback == tb);
   CHECK(r.error == tb);
@@ -110,8 +115,8 @@ TEST_CASE("a SyntaxError is ERROR with the offending line and no traceback frame
   CHECK(r.exit_code == 1);
   REQUIRE(r.code_error.has_value());
   CHECK(r.code_error->name == "SyntaxError");
-  CHECK(r.code_error->value == "'(' was never closed (<code>, line 1)");
-  CHECK(r.code_error->traceback == "  File \"<code>\", line 1\n    x = (\n        ^\nSyntaxError: '(' was never closed");
+  CHECK(r.code_error->value == "'(' was never closed (<code-1>, line 1)");
+  CHECK(r.code_error->traceback == "  File \"<code-1>\", line 1\n    x = (\n        ^\nSyntaxError: '(' was never closed");
 }
 
 TEST_CASE("sys.exit sets the exit code: 0 is SUCCESS, n is ERROR with n, a message is 1", "[execute]") {
@@ -545,4 +550,104 @@ TEST_CASE("the code cannot replace the runtime's streams to forge frames", "[sec
     CHECK(r.code_error->value == std::string("Error: ") + name + " is not available in the sandbox");
   }
   CHECK(sb->execute_code("print('still framed')").stdout_text == "still framed\n");
+}
+
+TEST_CASE("a function an earlier cell defined shows that cell's lines in a later cell's traceback", "[execute]") {
+  auto sb = make_sandbox();
+  REQUIRE(sb->execute_code("def g(x):\n    return x[3]\n").status == ci::ExecutionStatus::kSuccess);
+  auto r = sb->execute_code("y = 1\ng('ab')");
+  REQUIRE(r.code_error.has_value());
+  CHECK(r.code_error->traceback == kTraceHead +
+                                       "  File \"<code-2>\", line 2, in <module>\n"
+                                       "    g('ab')\n"
+                                       "    ~^^^^^^\n"
+                                       "  File \"<code-1>\", line 2, in g\n"
+                                       "    return x[3]\n"
+                                       "           ~^^^\n"
+                                       "IndexError: string index out of range");
+}
+
+namespace {
+// Objects of the _repr_*_ protocol, defined by the test (no IPython, no matplotlib needed).
+constexpr const char* kRichClasses =
+    "class Png:\n"
+    "    def _repr_png_(self): return b'\\x89PNG\\r\\n'\n"
+    "class Page:\n"
+    "    def _repr_html_(self): return '<b>bold</b>'\n"
+    "    def _repr_markdown_(self): return '**bold**'\n"
+    "    def __repr__(self): return 'Page()'\n"
+    "class Data:\n"
+    "    def _repr_json_(self): return {'a': [1, 2]}\n"
+    "    def _repr_svg_(self): return '<svg/>'\n"
+    "    def __repr__(self): return 'Data()'\n"
+    "class Broken:\n"
+    "    def _repr_html_(self): raise ValueError('no html')\n"
+    "    def __repr__(self): return 'Broken()'\n";
+
+std::map<std::string, std::string> plain_and(std::map<std::string, std::string> data, std::string plain) {
+  data["text/plain"] = std::move(plain);
+  return data;
+}
+}  // namespace
+
+TEST_CASE("display() results come in the order produced, then the last expression's formats as the main result",
+          "[execute][rich]") {
+  auto sb = make_sandbox();
+  REQUIRE(sb->execute_code(kRichClasses).status == ci::ExecutionStatus::kSuccess);
+  auto r = sb->execute_code("display(Data())\nprint('between')\ndisplay(Png(), Broken())\nPage()");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.stdout_text == "between\n");
+  REQUIRE(r.results.size() == 4);
+  CHECK(r.results[0] == ci::RichResult{plain_and({{"application/json", "{\"a\": [1, 2]}"}, {"image/svg+xml", "<svg/>"}},
+                                                 "Data()"),
+                                       false});
+  CHECK(r.results[1].data.at("image/png") == "iVBORw0K");
+  CHECK(r.results[1].data.at("text/plain").rfind("<__main__.Png object at 0x", 0) == 0);
+  CHECK(r.results[1].is_main_result == false);
+  CHECK(r.results[2] == ci::RichResult{{{"text/plain", "Broken()"}}, false});
+  CHECK(r.results[3] == ci::RichResult{plain_and({{"text/html", "<b>bold</b>"}, {"text/markdown", "**bold**"}},
+                                                 "Page()"),
+                                       true});
+  CHECK_FALSE(r.truncated);
+}
+
+TEST_CASE("IPython.display works without IPython: display, HTML, Markdown, Image and JSON", "[execute][rich]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code(
+      "from IPython.display import display, HTML, Markdown, Image, JSON\n"
+      "display(HTML('<i>x</i>'), Markdown('# t'))\n"
+      "display(Image(b'PNG'))\n"
+      "display(JSON({'k': 1}))\n");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  REQUIRE(r.results.size() == 4);
+  CHECK(r.results[0].data == plain_and({{"text/html", "<i>x</i>"}}, "<IPython.display.HTML object>"));
+  CHECK(r.results[1].data == plain_and({{"text/markdown", "# t"}}, "<IPython.display.Markdown object>"));
+  CHECK(r.results[2].data == plain_and({{"image/png", "UE5H"}}, "<IPython.display.Image object>"));
+  CHECK(r.results[3].data == plain_and({{"application/json", "{\"k\": 1}"}}, "<IPython.display.JSON object>"));
+}
+
+TEST_CASE("displays before an exception are kept beside the error", "[execute][rich]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code("display('first')\nraise KeyError('k')");
+  CHECK(r.status == ci::ExecutionStatus::kError);
+  REQUIRE(r.results.size() == 1);
+  CHECK(r.results[0] == ci::RichResult{{{"text/plain", "'first'"}}, false});
+  REQUIRE(r.code_error.has_value());
+  CHECK(r.code_error->name == "KeyError");
+}
+
+TEST_CASE("rich results past max_output_bytes are dropped, later ones first, and the result says truncated",
+          "[execute][rich]") {
+  ci::PyodideOptions o;
+  o.max_output_bytes = 1000;
+  auto sb = make_sandbox(o);
+  auto r = sb->execute_code("class H:\n    def __init__(s, c): s.c = c\n    def _repr_html_(s): return s.c * 400\n"
+                            "    def __repr__(s): return 'H'\n"
+                            "display(H('a'), H('b'), H('c'))\n'end'");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  CHECK(r.truncated);
+  REQUIRE(r.results.size() == 3);
+  CHECK(r.results[0].data.at("text/html") == std::string(400, 'a'));
+  CHECK(r.results[1].data.at("text/html") == std::string(400, 'b'));
+  CHECK(r.results[2] == ci::RichResult{{{"text/plain", "'end'"}}, true});
 }

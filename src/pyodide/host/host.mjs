@@ -74,6 +74,19 @@ function send(header, body) {
 const str = (v) => (typeof v === "string" ? v : "");
 const int = (v) => (Number.isSafeInteger(v) ? v : 0);
 
+// A rich result's formats: {mime type: text}, at most 32 of them, names of 1..100 characters; anything else is not one.
+function bundle(b) {
+  if (b === null || typeof b !== "object" || Array.isArray(b)) return null;
+  const out = {};
+  const entries = Object.entries(b);
+  if (entries.length === 0 || entries.length > 32) return null;
+  for (const [k, v] of entries) {
+    if (k.length === 0 || k.length > 100 || typeof v !== "string") return null;
+    out[k] = v;
+  }
+  return out;
+}
+
 function codeError(e) {
   const o = e !== null && typeof e === "object" ? e : {};
   return { name: str(o.name), value: str(o.value), traceback: str(o.traceback) };
@@ -89,6 +102,9 @@ function rebuild(h) {
       if (status === null) return null;
       const r = { t: "result", id: int(h.id), status };
       if (status === "ok" && typeof h.value === "string") r.value = h.value;
+      if (status === "ok" && typeof h.value === "string" && bundle(h.value_data)) r.value_data = bundle(h.value_data);
+      if (Array.isArray(h.displays)) r.displays = h.displays.slice(0, 1000).map(bundle).filter((b) => b !== null);
+      if (h.displays_dropped === true) r.displays_dropped = true;
       if (Number.isSafeInteger(h.exit_code)) r.exit_code = h.exit_code;
       else if (status === "error") r.exit_code = 1;
       if (status !== "ok") r.error = codeError(h.error);

@@ -325,7 +325,7 @@ async function init(message) {
   }
   pyodide.FS.mkdirTree("/files");
   // One run before the lock-down, so Pyodide sets up its event-loop scheduling (a MessageChannel) while it can.
-  JSON.parse(await runner.run("None", "{}"));
+  JSON.parse(await runner.run("None", "{}", false));
   const python = pyodide.runPython("import sys; sys.version.split()[0]");
   if (realm) {
     revokePermission({ name: "read" });

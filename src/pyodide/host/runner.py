@@ -4,7 +4,11 @@
 # Catching BaseException here is what keeps SystemExit and KeyboardInterrupt from escaping into the JS event loop
 # (docs/protocols/pyodide.md "Runs, results and errors"); _on_interrupt below keeps the host's interrupt from being raised outside the user's code.
 import asyncio as _asyncio
+import base64 as _base64
+import importlib.abc as _importlib_abc
+import importlib.util as _importlib_util
 import json as _json
+import linecache as _linecache
 import os as _os
 import signal as _signal
 import sys as _sys
@@ -12,7 +16,15 @@ import traceback as _traceback
 
 from pyodide.code import eval_code_async as _eval_code_async
 
-CODE_FILENAME = "<code>"
+# Each cell's code is registered with linecache under a name of its own, "<code-N>" (N counts this runtime's cells
+# from 1), so a traceback shows the source lines of the cell each frame is in, also of a function an earlier cell
+# defined.
+CODE_FILENAME_PREFIX = "<code-"
+_cells = 0
+
+
+def _is_user_file(filename):
+    return filename.startswith(CODE_FILENAME_PREFIX)
 
 _user_globals = {"__name__": "__main__", "__builtins__": __builtins__}
 
@@ -43,7 +55,7 @@ def _cap(text):
 def _user_traceback(exc):
     """The formatted exception with every frame before the first frame of the user's code removed."""
     tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename != CODE_FILENAME:
+    while tb is not None and not _is_user_file(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
     return "".join(_traceback.format_exception(type(exc), exc, tb)).rstrip("\n")
 
@@ -103,7 +115,7 @@ _run_task = None
 
 def _user_code_on_stack(frame):
     while frame is not None:
-        if frame.f_code.co_filename == CODE_FILENAME:
+        if _is_user_file(frame.f_code.co_filename):
             return True
         frame = frame.f_back
     return False
@@ -165,19 +177,218 @@ def install_sleep(wait):
     time.sleep = sleep
 
 
-async def run(code, env_json):
-    global _run_task
+# ---- rich output: display(), the _repr_*_ protocol, matplotlib's show (docs/backends/pyodide.md "Charts") ----
+
+# The formats taken from an object, in the order IPython tries them; binary ones are sent as base64.
+_REPR_METHODS = (
+    ("image/png", "_repr_png_", True),
+    ("image/jpeg", "_repr_jpeg_", True),
+    ("image/svg+xml", "_repr_svg_", False),
+    ("text/html", "_repr_html_", False),
+    ("text/markdown", "_repr_markdown_", False),
+    ("text/latex", "_repr_latex_", False),
+    ("application/json", "_repr_json_", False),
+)
+# All the rich data of one run together, in characters; past it later displays are dropped and the run says so.
+DISPLAY_CAP = 8 * 1024 * 1024
+_displays = []
+_display_chars = 0
+_displays_dropped = False
+
+
+def _text_of(mime, value, binary):
+    if binary:
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return _base64.b64encode(bytes(value)).decode("ascii")
+        return value if isinstance(value, str) else None
+    if mime == "application/json":
+        return _json.dumps(value)
+    if isinstance(value, tuple) and value:  # (data, metadata), as IPython accepts
+        value = value[0]
+    return value if isinstance(value, str) else None
+
+
+def _bundle(obj):
+    """The object's formats as {mime type: text}: its _repr_mimebundle_ or _repr_*_ methods, and repr() as
+    text/plain. A method that raises or returns None is skipped, as IPython skips it."""
+    data = {}
+    method = getattr(type(obj), "_repr_mimebundle_", None)
+    if method is not None:
+        try:
+            got = method(obj)
+            if isinstance(got, tuple):
+                got = got[0]
+            if isinstance(got, dict):
+                for mime, value in got.items():
+                    if isinstance(mime, str) and 0 < len(mime) <= 100:
+                        binary = mime.startswith("image/") and not mime.startswith("image/svg")
+                        text = _text_of(mime, value, binary)
+                        if text is not None:
+                            data[mime] = text
+        except Exception:
+            pass
+    for mime, name, binary in _REPR_METHODS:
+        if mime in data:
+            continue
+        method = getattr(type(obj), name, None)
+        if method is None:
+            continue
+        try:
+            value = method(obj)
+        except Exception:
+            continue
+        if value is None:
+            continue
+        try:
+            text = _text_of(mime, value, binary)
+        except Exception:
+            text = None
+        if text is not None:
+            data[mime] = text
+    if "text/plain" not in data:
+        try:
+            data["text/plain"] = repr(obj)
+        except BaseException as exc:
+            data["text/plain"] = "<repr() failed: %s>" % type(exc).__name__
+    return {k: _cap(v) if k == "text/plain" else v for k, v in data.items()}
+
+
+def _add_display(bundle):
+    global _display_chars, _displays_dropped
+    size = sum(len(k) + len(v) for k, v in bundle.items())
+    if _display_chars + size > DISPLAY_CAP:
+        _displays_dropped = True
+        return
+    _display_chars += size
+    _displays.append(bundle)
+
+
+def display(*objs, **_ignored):
+    """Shows each object as a rich result of the run, in order (IPython.display.display's calling form)."""
+    for obj in objs:
+        _add_display(_bundle(obj))
+
+
+class _Rich:
+    """IPython.display's data classes (Image, HTML, Markdown, SVG, JSON, Latex): an object that shows as one format."""
+
+    _mime = "text/plain"
+
+    def __init__(self, data=None, url=None, filename=None, **_ignored):
+        if filename is not None:
+            with open(filename, "rb" if self._binary() else "r") as f:
+                data = f.read()
+        self.data = data
+
+    @classmethod
+    def _binary(cls):
+        return cls._mime.startswith("image/") and cls._mime != "image/svg+xml"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {self._mime: self.data}
+
+    def __repr__(self):
+        return "<IPython.display.%s object>" % type(self).__name__
+
+
+def _rich_class(name, mime):
+    return type(name, (_Rich,), {"_mime": mime, "__module__": "IPython.display"})
+
+
+class _IPythonShim(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
+    """IPython.display for code written for Jupyter, when IPython itself is not installed: the finder sits last on
+    sys.meta_path, so a real IPython always wins."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname in ("IPython", "IPython.display"):
+            return _importlib_util.spec_from_loader(fullname, self, is_package=fullname == "IPython")
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        module.display = display
+        if module.__name__ == "IPython.display":
+            module.Image = _rich_class("Image", "image/png")
+            module.HTML = _rich_class("HTML", "text/html")
+            module.Markdown = _rich_class("Markdown", "text/markdown")
+            module.SVG = _rich_class("SVG", "image/svg+xml")
+            module.JSON = _rich_class("JSON", "application/json")
+            module.Latex = _rich_class("Latex", "text/latex")
+
+
+def _show_figures(*_args, **_kwargs):
+    """matplotlib.pyplot.show under the Agg backend: every open figure becomes an image/png display, then is
+    closed, as Jupyter's inline backend does."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    for number in plt.get_fignums():
+        figure = plt.figure(number)
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png")
+        width, height = figure.get_size_inches() * figure.dpi
+        _add_display({
+            "image/png": _base64.b64encode(buffer.getvalue()).decode("ascii"),
+            "text/plain": "<Figure size %dx%d with %d Axes>" % (width, height, len(figure.axes)),
+        })
+    plt.close("all")
+
+
+class _PyplotHook(_importlib_abc.MetaPathFinder):
+    """Replaces matplotlib.pyplot.show once pyplot is imported (the finder sits first and defers to the others)."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "matplotlib.pyplot":
+            return None
+        for finder in _sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                real = spec.loader.exec_module
+
+                def exec_module(module, _real=real):
+                    _real(module)
+                    module.show = _show_figures
+
+                spec.loader.exec_module = exec_module
+                return spec
+        return None
+
+
+_os.environ.setdefault("MPLBACKEND", "Agg")
+_sys.meta_path.insert(0, _PyplotHook())
+_sys.meta_path.append(_IPythonShim())
+_user_globals["display"] = display
+
+
+async def run(code, env_json, cell=True):
+    global _run_task, _cells, _display_chars, _displays_dropped
     _run_task = _asyncio.current_task()
     saved = {}
     out = {"status": "ok"}
+    _displays.clear()
+    _display_chars = 0
+    _displays_dropped = False
+    if cell:
+        _cells += 1
+        filename = "%s%d>" % (CODE_FILENAME_PREFIX, _cells)
+        _linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    else:
+        filename = "<warm-up>"
     try:
         saved = _apply_env(_json.loads(env_json))
-        value = await _eval_code_async(code, _user_globals, filename=CODE_FILENAME)
+        value = await _eval_code_async(code, _user_globals, filename=filename)
         if value is not None:
-            try:
-                out["value"] = _cap(repr(value))
-            except BaseException as exc:
-                out["value"] = "<repr() failed: %s>" % type(exc).__name__
+            bundle = _bundle(value)
+            out["value"] = bundle.pop("text/plain")
+            if bundle and _display_chars + sum(len(k) + len(v) for k, v in bundle.items()) <= DISPLAY_CAP:
+                out["value_data"] = bundle
+            elif bundle:
+                _displays_dropped = True
     except SystemExit as exc:
         status = _exit_code(exc.code)
         if status == 0:
@@ -192,6 +403,11 @@ async def run(code, env_json):
         _run_task = None
         _restore_env(saved)
         _flush()
+    if _displays:
+        out["displays"] = list(_displays)
+    if _displays_dropped:
+        out["displays_dropped"] = True
+    _displays.clear()
     return _json.dumps(out)
 
 
