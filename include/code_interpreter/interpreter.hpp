@@ -39,6 +39,13 @@ struct ToolCall {
   friend bool operator==(const ToolCall&, const ToolCall&) = default;
 };
 
+/// An image a tool result carries to the model (a chart the code drew).
+struct ChatImage {
+  std::string media_type;  ///< "image/png" or "image/jpeg"
+  std::string data;        ///< the image, base64 (RFC 4648, no line breaks)
+  friend bool operator==(const ChatImage&, const ChatImage&) = default;
+};
+
 /// One message of the conversation, provider-neutral. The invokers translate it to each API's shape.
 struct ChatMessage {
   ChatRole role = ChatRole::kUser;
@@ -46,6 +53,10 @@ struct ChatMessage {
   std::vector<ToolCall> tool_calls;  ///< kAssistant only: the calls the model made
   std::string tool_call_id;          ///< kTool only: the ToolCall::id this message answers
   bool is_error = false;             ///< kTool only: the call failed (sent as Anthropic's `is_error`)
+  /// kTool only: images the execution produced (its image/png and image/jpeg rich results, in order). Anthropic
+  /// receives them as image blocks of the tool result; OpenAI's chat completions take no image in a tool message, so
+  /// that invoker sends a note saying how many were not shown.
+  std::vector<ChatImage> images;
   friend bool operator==(const ChatMessage&, const ChatMessage&) = default;
 };
 
@@ -123,6 +134,12 @@ struct InterpreterOptions {
   /// Largest tool result sent back to the model, in bytes. Longer output keeps its head and its tail around a note
   /// saying how many bytes were cut. Must be >= 1024.
   std::size_t max_tool_result_bytes = 16 * 1024;
+  /// Most images sent back with one tool result (see ChatMessage::images); later ones are dropped with a note in the
+  /// text. 0: none are sent.
+  std::size_t max_images_per_result = 4;
+  /// Largest image sent back, in bytes of its base64 text; a larger one is dropped with a note. Default 5 MiB, the
+  /// most Anthropic's API accepts per image.
+  std::size_t max_image_bytes = std::size_t{5} << 20;
   /// Largest file returned for a sandbox link, in bytes, counted on the bytes downloaded (the download stops once
   /// it is passed, whatever size `list_files` reports); a larger one goes to `missing_files`.
   std::size_t max_file_bytes = std::size_t{64} << 20;

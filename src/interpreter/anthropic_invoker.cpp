@@ -48,6 +48,14 @@ void to_wire(std::span<const ChatMessage> messages, nlohmann::json& body) {
         nlohmann::json block = {{"type", "tool_result"},
                                 {"tool_use_id", message.tool_call_id},
                                 {"content", non_empty(message.content)}};
+        if (!message.images.empty()) {
+          auto content = nlohmann::json::array({{{"type", "text"}, {"text", non_empty(message.content)}}});
+          for (const auto& image : message.images) {
+            content.push_back({{"type", "image"},
+                               {"source", {{"type", "base64"}, {"media_type", image.media_type}, {"data", image.data}}}});
+          }
+          block["content"] = std::move(content);
+        }
         if (message.is_error) block["is_error"] = true;
         // Results of one assistant turn all go in the user turn right after it.
         if (!wire.empty() && wire.back()["role"] == "user" && wire.back()["content"].is_array() &&

@@ -311,6 +311,14 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
         const auto text = interpreter::format_tool_result(executed, options_.max_tool_result_bytes);
         answer.content = text.content;
         answer.is_error = text.is_error;
+        std::size_t dropped = 0;
+        answer.images = interpreter::tool_result_images(executed, options_.max_images_per_result,
+                                                        options_.max_image_bytes, dropped);
+        if (dropped > 0) {
+          answer.content += fmt::format("\n[{} image{} not sent: at most {} per result, each at most {} bytes]", dropped,
+                                        dropped == 1 ? "" : "s", options_.max_images_per_result,
+                                        options_.max_image_bytes);
+        }
         result.code_exec_results.push_back({*code, std::move(executed), {}});
       }
       result.messages.push_back(std::move(answer));

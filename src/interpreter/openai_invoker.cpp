@@ -19,8 +19,15 @@ nlohmann::json to_wire(const ChatMessage& message) {
       return {{"role", "system"}, {"content", message.content}};
     case ChatRole::kUser:
       return {{"role", "user"}, {"content", message.content}};
-    case ChatRole::kTool:
-      return {{"role", "tool"}, {"tool_call_id", message.tool_call_id}, {"content", message.content}};
+    case ChatRole::kTool: {
+      // A tool message takes text only: the images are named, not shown.
+      std::string content = message.content;
+      if (!message.images.empty()) {
+        content += "\n[" + std::to_string(message.images.size()) + " image" + (message.images.size() == 1 ? "" : "s") +
+                   " produced but not shown: this API takes text only in tool results]";
+      }
+      return {{"role", "tool"}, {"tool_call_id", message.tool_call_id}, {"content", std::move(content)}};
+    }
     case ChatRole::kAssistant:
       out = {{"role", "assistant"}};
       // With tool calls and no text, `content` is null, as the API itself answers.

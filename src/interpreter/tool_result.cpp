@@ -1,5 +1,7 @@
 #include "interpreter/tool_result.hpp"
 
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "core/utf8.hpp"
@@ -75,6 +77,44 @@ ToolResultText format_tool_result(const ExecutionResult& result, std::size_t max
     out.content += note;
   }
   return out;
+}
+
+namespace {
+
+bool is_base64(std::string_view text) {
+  if (text.empty() || text.size() % 4 != 0) return false;
+  std::size_t padding = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '=') {
+      if (i + 2 < text.size()) return false;  // padding only in the last two places
+      ++padding;
+    } else if (padding > 0 || !(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<ChatImage> tool_result_images(const ExecutionResult& result, std::size_t max_images,
+                                          std::size_t max_image_bytes, std::size_t& dropped) {
+  std::vector<ChatImage> images;
+  dropped = 0;
+  for (const auto& rich : result.results) {
+    for (const char* mime : {"image/png", "image/jpeg"}) {
+      const auto it = rich.data.find(mime);
+      if (it == rich.data.end()) continue;
+      if (images.size() >= max_images || it->second.size() > max_image_bytes || !is_base64(it->second)) {
+        ++dropped;
+      } else {
+        images.push_back({mime, it->second});
+      }
+      break;  // one image per rich result
+    }
+  }
+  return images;
 }
 
 }  // namespace code_interpreter::interpreter

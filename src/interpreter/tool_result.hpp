@@ -6,7 +6,10 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
+
 #include "code_interpreter/execution.hpp"
+#include "code_interpreter/interpreter.hpp"
 
 namespace code_interpreter::interpreter {
 
@@ -20,6 +23,12 @@ struct ToolResultText {
   std::string content;
   bool is_error = false;  ///< anything but kSuccess
 };
+
+/// The images of `result` to send with its tool result: each rich result's image/png or image/jpeg (PNG first), in
+/// order, at most `max_images`, each at most `max_image_bytes` of base64. The data came from the sandbox: one that is
+/// not base64 is dropped like one over the cap. `dropped` counts what was left out.
+std::vector<ChatImage> tool_result_images(const ExecutionResult& result, std::size_t max_images,
+                                          std::size_t max_image_bytes, std::size_t& dropped);
 
 /// The tool result for `result`, at most `max_bytes` long:
 ///  - kSuccess: text(), or "[no output]" when it is empty;

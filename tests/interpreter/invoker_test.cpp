@@ -381,3 +381,70 @@ TEST_CASE("invokers refuse an API key with a line break at construction, without
   anthropic_options.anthropic_version = std::string("2023-06-01\0", 11);
   CHECK_THROWS_AS(ci::AnthropicInvoker(anthropic_options), ci::LMInvocationError);
 }
+
+namespace {
+// A chart's result: a display with a PNG, then the last expression.
+ci::ExecutionResult chart_result() {
+  ci::ExecutionResult r;
+  r.status = ci::ExecutionStatus::kSuccess;
+  r.stdout_text = "drawn\n";
+  r.results.push_back({{{"image/png", "iVBORw0KGgo="}, {"text/plain", "<Figure size 640x480 with 1 Axes>"}}, false});
+  r.results.push_back({{{"image/jpeg", "/9j/4AAQ"}, {"text/plain", "<Image>"}}, false});
+  return r;
+}
+}  // namespace
+
+TEST_CASE("anthropic: a tool result's images go back as image blocks after its text", "[interpreter][lm_server]") {
+  LMServer server;
+  server.script(json::array({{{"reply", tool_call_reply()}},
+                             {{"expect", {{"last_tool_result_equals", "drawn"}}}, {"reply", {{"text", "done"}}}}}));
+  auto invoker = anthropic(server);
+  ci::testing::FakeSandbox sandbox;
+  sandbox.push_result(chart_result());
+
+  const auto result = ci::SandboxCodeInterpreter(sandbox, invoker).execute("draw");
+
+  CHECK(server.outcomes() == std::vector<std::string>{"reply", "reply"});
+  CHECK(server.log()["calls"][1]["body"]["messages"][2]["content"][0] == json::parse(R"j(
+      {"type":"tool_result","tool_use_id":"toolu_1","content":[
+        {"type":"text","text":"drawn"},
+        {"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},
+        {"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"/9j/4AAQ"}}]})j"));
+  REQUIRE(result.messages.size() == 5);
+  CHECK(result.messages[3].images ==
+        std::vector<ci::ChatImage>{{"image/png", "iVBORw0KGgo="}, {"image/jpeg", "/9j/4AAQ"}});
+}
+
+TEST_CASE("openai: a tool message names the images it cannot carry", "[interpreter][lm_server]") {
+  LMServer server;
+  server.script(json::array(
+      {{{"reply", tool_call_reply()}},
+       {{"expect",
+         {{"last_tool_result_equals", "drawn\n[2 images produced but not shown: this API takes text only in tool results]"}}},
+        {"reply", {{"text", "done"}}}}}));
+  auto invoker = openai(server);
+  ci::testing::FakeSandbox sandbox;
+  sandbox.push_result(chart_result());
+  (void)ci::SandboxCodeInterpreter(sandbox, invoker).execute("draw");
+  CHECK(server.outcomes() == std::vector<std::string>{"reply", "reply"});
+}
+
+TEST_CASE("images over the count or size cap, or not base64, are dropped with a note", "[interpreter][lm_server]") {
+  LMServer server;
+  server.script(json::array(
+      {{{"reply", tool_call_reply()}},
+       {{"expect",
+         {{"last_tool_result_equals", "drawn\n[2 images not sent: at most 1 per result, each at most 12 bytes]"}}},
+        {"reply", {{"text", "done"}}}}}));
+  auto invoker = anthropic(server);
+  ci::testing::FakeSandbox sandbox;
+  auto r = chart_result();
+  r.results.insert(r.results.begin(), ci::RichResult{{{"image/png", "not base64!"}}, false});
+  sandbox.push_result(r);
+  ci::InterpreterOptions options;
+  options.max_images_per_result = 1;
+  options.max_image_bytes = 12;
+  const auto result = ci::SandboxCodeInterpreter(sandbox, invoker, options).execute("draw");
+  CHECK(server.outcomes() == std::vector<std::string>{"reply", "reply"});
+  CHECK(result.messages.at(3).images == std::vector<ci::ChatImage>{{"image/png", "iVBORw0KGgo="}});
+}

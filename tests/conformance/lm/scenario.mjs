@@ -186,6 +186,32 @@ try {
     });
   });
 
+  // ---- Anthropic: a tool result carrying an image (a chart), as the official client sends it ----
+  await group('anthropic tool result with an image', async () => {
+    await setScript([
+      { reply: { tool_calls: [{ name: 'execute_code', arguments: { code: 'plt.show()' } }] } },
+      { expect: { last_tool_result_equals: 'drawn' }, reply: { text: 'A chart.' } },
+    ]);
+    const client = an();
+    const messages = [{ role: 'user', content: 'draw' }];
+    const base = { model: 'claude-test', max_tokens: 1024, tools: anTools };
+    const r1 = await client.messages.create({ ...base, messages });
+    messages.push({ role: 'assistant', content: r1.content });
+    const result = { type: 'tool_result', tool_use_id: r1.content[0].id, content: [
+      { type: 'text', text: 'drawn' },
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] };
+    messages.push({ role: 'user', content: [result] });
+    const r2 = await client.messages.create({ ...base, messages });
+    check('image tool result: accepted, final text', () => assert.deepEqual(r2.content, [{ type: 'text', text: 'A chart.', citations: null }]));
+    const log = await getLog();
+    check('image tool result: body as sent', () => assert.deepEqual(log.calls[1].body.messages[2], { role: 'user', content: [result] }));
+    check('image tool result: no expectation failures', () => assert.deepEqual(log.calls.flatMap((c) => c.expectation_failures), []));
+    // A media type the API does not take is refused as the API refuses it.
+    messages[2] = { role: 'user', content: [{ ...result, content: [{ type: 'image', source: { type: 'base64', media_type: 'image/bmp', data: 'Qk0=' } }] }] };
+    await setScript([{ reply: { text: 'never' } }]);
+    await rejectsWith('image tool result: bad media type is 400', client.messages.create({ ...base, messages }), Anthropic.BadRequestError);
+  });
+
   // ---- 429 with Retry-After, then a reply: the client's own retry succeeds -------------
   await group('openai 429 retry', async () => {
     await setScript([{ fault: { status: 429, retry_after: 1 } }, { reply: { text: 'after retry' } }]);

@@ -216,6 +216,20 @@ export function validate(body) {
               if (c.type === 'text') {
                 if (!isString(c.text)) throw bad(`${q}.tool_result.content.${j}.text: Field required`);
                 if (c.text === '') throw bad(`${p}: text content blocks must be non-empty`);
+              } else if (c.type === 'image') {
+                // An image block's source: base64 data of one of the four accepted media types.
+                const src = c.source;
+                const r = `${q}.tool_result.content.${j}.image.source`;
+                if (!isObject(src)) throw bad(`${r}: Field required`);
+                if (src.type !== 'base64') throw bad(`${r}.type: Input should be 'base64'`);
+                if (!['image/jpeg', 'image/png', 'image/gif', 'image/webp'].includes(src.media_type)) {
+                  throw bad(`${r}.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`);
+                }
+                if (!isString(src.data) || !/^[A-Za-z0-9+/]*={0,2}$/.test(src.data) || src.data.length % 4 !== 0) {
+                  throw bad(`${r}.base64.data: Input should be valid base64`);
+                }
+              } else {
+                throw bad(`${q}.tool_result.content.${j}: Input tag '${c.type}' found using 'type' does not match any of the expected tags: 'text', 'image'`);
               }
             });
           }
