@@ -10,7 +10,8 @@
 // E2B_SANDBOX_URL); bedrock reads the AWS_* environment and the shared AWS files (docs/backends/bedrock.md).
 //
 // Prints the answer, then one line per file: "saved PATH (N bytes)", "missing TARGET" (linked but absent) or
-// "refused TARGET" (a link outside the sandbox's upload directory). Files are saved into --output-dir (default
+// "refused TARGET" (a link outside the sandbox's upload directory). Images the code showed (charts: plt.show(),
+// display()) are saved too, as image-E-N.png / .jpg (execution E, image N, from 1). Files are saved into --output-dir (default
 // ./agent_output) under their base names only, so nothing the model writes can place a file elsewhere.
 // Exit status: 0 answered, 1 stopped without an answer (reason on stderr), 4 the sandbox could not start,
 // 64 bad usage or a backend that is not available.
@@ -198,6 +199,26 @@ int main(int argc, char** argv) {
         std::cout << "saved " << destination.string() << " (" << file.data.size() << " bytes)\n";
       } else {
         std::cout << "failed " << destination.string() << "\n";
+      }
+    }
+  }
+  // The images every execution showed, in order.
+  for (std::size_t e = 0; e < result.code_exec_results.size(); ++e) {
+    std::size_t n = 0;
+    for (const auto& rich : result.code_exec_results[e].result.results) {
+      for (const auto& [mime, extension] : {std::pair{"image/png", ".png"}, std::pair{"image/jpeg", ".jpg"}}) {
+        const auto bytes = ci::rich_data_bytes(rich, mime);
+        if (!bytes) continue;
+        std::error_code ec;
+        fs::create_directories(output_dir, ec);
+        const fs::path destination =
+            fs::path(output_dir) / ("image-" + std::to_string(e + 1) + "-" + std::to_string(++n) + extension);
+        if (save(destination, *bytes)) {
+          std::cout << "saved " << destination.string() << " (" << bytes->size() << " bytes)\n";
+        } else {
+          std::cout << "failed " << destination.string() << "\n";
+        }
+        break;
       }
     }
   }

@@ -110,6 +110,11 @@ struct RichResult {
   friend bool operator==(const RichResult&, const RichResult&) = default;
 };
 
+/// The bytes of a binary format of `result` (image/png, image/jpeg: sent as base64 text, as Jupyter does), or
+/// nullopt when `result` has no `mime_type` or its text is not base64 (RFC 4648, padded or not).
+[[nodiscard]] CODE_INTERPRETER_EXPORT std::optional<std::string> rich_data_bytes(const RichResult& result,
+                                                                                std::string_view mime_type);
+
 /// A file handed to the sandbox (uploaded into the upload directory before the code runs) or returned from it.
 struct CODE_INTERPRETER_EXPORT Attachment {
   std::string filename;   ///< a plain file name: no '/', '\\', "..", NUL; not empty

@@ -1,5 +1,7 @@
 #include "code_interpreter/execution.hpp"
 
+#include "core/base64.hpp"
+
 #include <fstream>
 #include <set>
 #include <stdexcept>
@@ -152,6 +154,12 @@ std::string ExecutionResult::text() const {
   }
   if (truncated) append_part(out, "[output truncated]");
   return out;
+}
+
+std::optional<std::string> rich_data_bytes(const RichResult& result, std::string_view mime_type) {
+  const auto it = result.data.find(std::string(mime_type));
+  if (it == result.data.end()) return std::nullopt;
+  return detail::base64_decode(it->second);
 }
 
 }  // namespace code_interpreter

@@ -133,6 +133,29 @@ TEST_CASE("agent answers, saves the linked file byte-exact under its base name, 
   CHECK(entries == std::vector<std::string>{"totals.csv"});
 }
 
+TEST_CASE("agent saves the images the code showed, byte-exact, and sends them to the model",
+          "[interpreter][pyodide][example]") {
+  LMServer server;
+  TempDir dir;
+  const std::string code =
+      "from IPython.display import display, Image\n"
+      "display(Image(b'\\x89PNG\\r\\n\\x1a\\nchart'))\n"
+      "print('drawn')\n";
+  server.script(json::array(
+      {{{"reply", code_call(code)}},
+       {{"expect", {{"last_tool_result_equals", "drawn"}}}, {"reply", {{"text", "Here is the chart."}}}}}));
+  const auto run = run_agent({"Draw it", "--provider", "anthropic", "--base-url", server.url(), "--model", "test-model",
+                              "--output-dir", "saved"},
+                             dir.path());
+  INFO("stderr:\n" << run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out == "Here is the chart.\nsaved saved/image-1-1.png (13 bytes)\n");
+  CHECK(read_file(dir.path() / "saved" / "image-1-1.png") == std::string("\x89PNG\r\n\x1a\nchart", 13));
+  CHECK(server.outcomes() == std::vector<std::string>{"reply", "reply"});
+  CHECK(server.log()["calls"][1]["body"]["messages"][2]["content"][0]["content"][1] ==
+        json::parse(R"j({"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgpjaGFydA=="}})j"));
+}
+
 TEST_CASE("agent never writes through a symlink or file waiting at a predictable temporary name",
           "[interpreter][pyodide][example]") {
   // Someone who can write to the output directory (a shared /tmp/out, say) plants ".out.txt.partial" pointing at
