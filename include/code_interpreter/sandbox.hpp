@@ -66,7 +66,9 @@ class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
  public:
   /// The language `execute_code` runs. Valid after terminate.
   [[nodiscard]] Language language() const noexcept { return language_; }
-  /// The packages installed at creation. Valid after terminate.
+  /// The packages installed at creation: on Pyodide every package loaded, dependencies included (as the lock spells
+  /// their names, each after its dependencies, then wheels of the user's own); elsewhere the names asked for.
+  /// Valid after terminate.
   [[nodiscard]] const std::vector<std::string>& additional_packages() const noexcept { return packages_; }
 
   /// The backend's id for this sandbox; nullopt before it started. Kept after terminate.

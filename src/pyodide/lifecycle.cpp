@@ -152,6 +152,7 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   // Resolve additional_packages to files before anything starts: names the lock holds, with their dependencies,
   // checked against the lock's SHA-256; other names as a wheel of the user's own in the package directory.
   std::vector<fs::path> readable = config.runtime.readable;
+  std::vector<std::string> installed;  // what the model is told it can import: the closure, then the own wheels
   if (!options.additional_packages.empty()) {
     const auto dir = resolve_package_dir(options);
     const auto lock_file = options.package_lock.value_or(detail::runtime_lock_file(config.runtime.dir));
@@ -161,7 +162,7 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
     } catch (const detail::PackageLockError& e) {
       throw SandboxStartError(e.what(), Stage::kInstallPackages, ErrorKind::kInvalidArgument);
     }
-    std::vector<std::string> locked;
+    std::vector<std::string> locked, own;
     for (const auto& name : options.additional_packages) {
       if (!detail::valid_distribution_name(name)) {
         throw SandboxStartError("'" + name + "' is not a valid package name", Stage::kInstallPackages,
@@ -171,6 +172,7 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
         locked.push_back(name);
       } else if (auto wheel = own_wheel(dir, name)) {
         config.wheels.push_back(wheel->string());
+        own.push_back(name);
       } else {
         throw SandboxStartError("unknown package '" + name + "': " + lock_file.filename().string() +
                                     " does not hold it and '" + dir.string() + "' has no wheel of it",
@@ -194,7 +196,9 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
                                   Stage::kInstallPackages, ErrorKind::kInvalidArgument);
       }
       files.push_back((dir / p->file_name).string());
+      installed.push_back(p->name);
     }
+    installed.insert(installed.end(), own.begin(), own.end());
     // Dependencies first, then the user's own wheels, which may import them.
     config.wheels.insert(config.wheels.begin(), files.begin(), files.end());
     readable.push_back(dir);
@@ -293,8 +297,7 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
     detail::throw_start_error(ready);
   }
   const Language language = impl->options.language;
-  auto packages = impl->options.additional_packages;
-  return std::unique_ptr<PyodideSandbox>(new PyodideSandbox(std::move(impl), language, std::move(packages)));
+  return std::unique_ptr<PyodideSandbox>(new PyodideSandbox(std::move(impl), language, std::move(installed)));
 }
 
 PyodideSandbox::~PyodideSandbox() {

@@ -153,6 +153,7 @@ TEST_CASE("a package the lock holds is loaded with its dependencies, each checke
   o.wheel_dir = CI_TEST_PACKAGE_DIR;
   o.package_lock = CI_TEST_PACKAGE_LOCK;
   auto sb = make_sandbox(o);
+  CHECK(sb->additional_packages() == std::vector<std::string>{"ci-base", "ci-app"});
   auto r = sb->execute_code("import ci_app, ci_base\nci_app.ANSWER, ci_base.VALUE");
   REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
   CHECK(r.results.at(0).data.at("text/plain") == "(42, 41)");
