@@ -1,0 +1,68 @@
+// code-interpreter: runs Python in a sandbox from the command line (docs/cli.md). Dispatches to a subcommand and
+// turns bad usage and unexpected exceptions into the documented exit statuses.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+#ifndef CODE_INTERPRETER_CLI_VERSION
+#error "the build defines CODE_INTERPRETER_CLI_VERSION (the project's version)"
+#endif
+
+namespace {
+
+// An argument echoed in a message: control characters shown as '?' and long ones cut, so a pasted blob (a key
+// given by mistake included) is not reprinted whole.
+std::string shown(std::string_view arg) {
+  std::string out;
+  for (char c : arg.substr(0, 32)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  if (arg.size() > 32) out += "...";
+  return out;
+}
+
+int dispatch(const std::vector<std::string>& args) {
+  using namespace cli;
+  if (args.empty()) throw UsageError("", "no subcommand given");
+  const std::string& first = args[0];
+  const std::span<const std::string> rest(args.data() + 1, args.size() - 1);
+  if (first == "--help" || first == "-h") {
+    std::cout << *help_text("");
+    return kExitOk;
+  }
+  if (first == "--version") {
+    std::cout << "code-interpreter " << CODE_INTERPRETER_CLI_VERSION << "\n";
+    return kExitOk;
+  }
+  if (first == "help") {
+    if (rest.size() > 1) throw UsageError("help", "help takes one subcommand");
+    const std::string name = rest.empty() ? "" : rest[0];
+    const auto text = help_text(name);
+    if (!text) throw UsageError("help", "unknown subcommand '" + shown(name) + "'");
+    std::cout << *text;
+    return kExitOk;
+  }
+  if (first == "run") return run_command(rest);
+  if (first == "repl") return repl_command(rest);
+  if (first == "backends") return backends_command(rest);
+  // list, kill and sweep: wired in once the management implementation is merged
+  if (!first.empty() && first[0] == '-') throw UsageError("", "unknown option " + shown(first));
+  throw UsageError("", "unknown subcommand '" + shown(first) + "'");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    return dispatch(args);
+  } catch (const cli::UsageError& e) {
+    std::cerr << "code-interpreter: " << e.what() << "\n" << cli::synopsis(e.subcommand());
+    if (!e.subcommand().empty())
+      std::cerr << "'code-interpreter help " << e.subcommand() << "' describes it.\n";
+    return cli::kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "code-interpreter: internal error: " << e.what() << "\n";
+    return cli::kExitInternal;
+  }
+}
