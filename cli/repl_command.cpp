@@ -28,24 +28,50 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// SIGINT sets the flag (libedit's readline then returns nullptr at the prompt) and writes a byte to the pipe, which
-// a watcher thread turns into a stop request while an input runs: a signal handler may not touch a stop_source.
-volatile std::sig_atomic_t g_interrupted = 0;
+// SIGINT writes a byte to this pipe. At the prompt, read_key sees it; while an input runs, a watcher thread turns it
+// into a stop request (a signal handler may not touch a stop_source).
 int g_interrupt_pipe[2] = {-1, -1};
 
 extern "C" void on_sigint(int) {
   const int saved = errno;
-  g_interrupted = 1;
   const char byte = 1;
   [[maybe_unused]] const auto n = ::write(g_interrupt_pipe[1], &byte, 1);
   errno = saved;
+}
+
+// libedit's key reader, replaced so that a Ctrl-C at the prompt is seen whenever it comes: the default reader
+// returns only if the signal interrupts its read(), and one that arrives just before that read would be lost.
+// Returning EOF makes readline return nullptr; `g_prompt_interrupted` tells that apart from Ctrl-D.
+bool g_prompt_interrupted = false;
+
+int read_key(FILE*) {
+  for (;;) {
+    pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {g_interrupt_pipe[0], POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return EOF;
+    }
+    if ((fds[1].revents & POLLIN) != 0) {
+      char buffer[64];
+      while (::read(g_interrupt_pipe[0], buffer, sizeof buffer) > 0) {
+      }
+      g_prompt_interrupted = true;
+      return EOF;
+    }
+    if (fds[0].revents != 0) {
+      unsigned char c = 0;
+      const ssize_t n = ::read(STDIN_FILENO, &c, 1);
+      if (n == 1) return c;
+      if (n < 0 && errno == EINTR) continue;
+      return EOF;
+    }
+  }
 }
 
 void drain_interrupts() {
   char buffer[64];
   while (::read(g_interrupt_pipe[0], buffer, sizeof buffer) > 0) {
   }
-  g_interrupted = 0;
 }
 
 void install_sigint_handler() {
@@ -102,6 +128,7 @@ class Session {
     std::cerr << "code-interpreter repl on " << config_.backend << " (" << ci::to_string(config_.language)
               << "); :help for help, :quit or Ctrl-D to leave\n";
     install_sigint_handler();
+    rl_getc_function = read_key;
     rl_bind_key('\t', rl_insert);  // Tab indents Python, it does not complete file names of this machine
     using_history();
     stifle_history(1000);
@@ -110,9 +137,9 @@ class Session {
 
     std::vector<std::string> lines;
     for (;;) {
-      g_interrupted = 0;
+      g_prompt_interrupted = false;
       char* raw = readline(lines.empty() ? ">>> " : "... ");
-      if (g_interrupted) {  // Ctrl-C at the prompt: the input typed so far is discarded
+      if (g_prompt_interrupted) {  // Ctrl-C at the prompt: the input typed so far is discarded
         std::free(raw);
         lines.clear();
         write_stream(stdout, "\n");
@@ -248,7 +275,12 @@ class Session {
                                  "): " + result.error + "\n");
         break;
       case ci::ExecutionStatus::kUnknown:
-        write_stream(stderr, std::string(interrupted ? "KeyboardInterrupt: " : "") + "code-interpreter: UNKNOWN (" +
+        // Ctrl-C: on Pyodide the cell got KeyboardInterrupt and the state is kept (state_lost says otherwise).
+        if (interrupted && result.failure && result.failure->exception_type == "cancelled") {
+          write_stream(stderr, "KeyboardInterrupt\n");
+          break;
+        }
+        write_stream(stderr, "code-interpreter: UNKNOWN (" +
                                  (result.failure ? result.failure->exception_type : "") + "): " + result.error +
                                  "\n");
         break;
