@@ -1,4 +1,4 @@
-// examples/run_code --backend bedrock run as a user runs it: the AWS_* environment points it at the local
+// code-interpreter run --backend bedrock run as a user runs it: the AWS_* environment points it at the local
 // AgentCore-protocol server (tests/servers/bedrock), and its exit status, stdout and stderr are checked exactly.
 // Every run must leave no session alive, whatever its outcome, and no output may contain the secret.
 #include <catch2/catch.hpp>
@@ -52,8 +52,8 @@ class TempDir {
   fs::path path_;
 };
 
-// Runs run_code with `args` and exactly the environment `env` (plus PATH), stdin from /dev/null.
-Run run_code(const std::vector<std::string>& args, std::vector<std::string> env) {
+// Runs code-interpreter run with `args` and exactly the environment `env` (plus PATH), stdin from /dev/null.
+Run run_cli(const std::vector<std::string>& args, std::vector<std::string> env) {
   TempDir dir;
   const fs::path out = dir.path() / "stdout", err = dir.path() / "stderr";
   posix_spawn_file_actions_t actions;
@@ -61,7 +61,7 @@ Run run_code(const std::vector<std::string>& args, std::vector<std::string> env)
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::vector<std::string> argv_strings{CI_TEST_RUN_CODE};
+  std::vector<std::string> argv_strings{CI_TEST_CLI, "run"};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& s : argv_strings) argv.push_back(s.data());
@@ -71,7 +71,7 @@ Run run_code(const std::vector<std::string>& args, std::vector<std::string> env)
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, CI_TEST_RUN_CODE, &actions, nullptr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, CI_TEST_CLI, &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   Run run;
   if (rc != 0) return run;
@@ -97,9 +97,9 @@ void check_no_secret(const Run& run) {
 
 }  // namespace
 
-TEST_CASE("run_code --backend bedrock prints the program's output and exits 0", "[bedrock][example]") {
+TEST_CASE("code-interpreter run --backend bedrock prints the program's output and exits 0", "[bedrock][cli]") {
   BedrockServer server;
-  const auto run = run_code({"--backend", "bedrock", "-c", "print(6*7)"}, bedrock_env(server));
+  const auto run = run_cli({"--backend", "bedrock", "-c", "print(6*7)"}, bedrock_env(server));
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 0);
   CHECK(run.out == "42\n");
@@ -112,9 +112,9 @@ TEST_CASE("run_code --backend bedrock prints the program's output and exits 0", 
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("run_code --backend bedrock: an exception exits 1 with the traceback on stderr", "[bedrock][example]") {
+TEST_CASE("code-interpreter run --backend bedrock: an exception exits 1 with the traceback on stderr", "[bedrock][cli]") {
   BedrockServer server;
-  const auto run = run_code({"--backend", "bedrock", "-c", "print('partial output')\n1/0"}, bedrock_env(server));
+  const auto run = run_cli({"--backend", "bedrock", "-c", "print('partial output')\n1/0"}, bedrock_env(server));
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 1);
   CHECK(run.out == "partial output\n");
@@ -124,24 +124,24 @@ TEST_CASE("run_code --backend bedrock: an exception exits 1 with the traceback o
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("run_code --backend bedrock: a timeout exits 2 and the session is still stopped", "[bedrock][example]") {
+TEST_CASE("code-interpreter run --backend bedrock: a timeout exits 2 and the session is still stopped", "[bedrock][cli]") {
   BedrockServer server;
-  const auto run = run_code({"--backend", "bedrock", "--timeout", "1", "-c", "import time\ntime.sleep(30)"},
+  const auto run = run_cli({"--backend", "bedrock", "--timeout", "1", "-c", "import time\ntime.sleep(30)"},
                             bedrock_env(server));
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 2);
   CHECK(run.out.empty());
-  CHECK(run.err.find("run_code: TIMEOUT (execution): ") != std::string::npos);
+  CHECK(run.err.find("code-interpreter: TIMEOUT (execution): ") != std::string::npos);
   CHECK(run.err.find("may still be running") != std::string::npos);
   check_no_secret(run);
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("run_code --backend bedrock: --interpreter picks the code interpreter, an unknown one or an ARN cannot "
+TEST_CASE("code-interpreter run --backend bedrock: --interpreter picks the code interpreter, an unknown one or an ARN cannot "
           "start (exit 4)",
-          "[bedrock][example]") {
+          "[bedrock][cli]") {
   BedrockServer server({"--interpreter", "myInterp-abc1234567"});
-  const auto custom = run_code({"--backend", "bedrock", "--interpreter", "myInterp-abc1234567", "-c", "print('ok')"},
+  const auto custom = run_cli({"--backend", "bedrock", "--interpreter", "myInterp-abc1234567", "-c", "print('ok')"},
                                bedrock_env(server));
   INFO("stderr:\n" << custom.err);
   CHECK(custom.exit_code == 0);
@@ -150,39 +150,39 @@ TEST_CASE("run_code --backend bedrock: --interpreter picks the code interpreter,
   REQUIRE(starts.size() == 1);
   CHECK(starts[0].value("interpreter", "") == "myInterp-abc1234567");
 
-  const auto unknown = run_code({"--backend", "bedrock", "--interpreter", "noSuchInterp-0000000000", "-c", "1"},
+  const auto unknown = run_cli({"--backend", "bedrock", "--interpreter", "noSuchInterp-0000000000", "-c", "1"},
                                 bedrock_env(server));
   INFO("stderr:\n" << unknown.err);
   CHECK(unknown.exit_code == 4);
   CHECK(unknown.out.empty());
-  CHECK(unknown.err.find("run_code: the sandbox could not start (create): ") == 0);
+  CHECK(unknown.err.find("code-interpreter: the sandbox could not start (create): ") == 0);
   check_no_secret(unknown);
 
   const auto requests = server.requests().size();
   const std::string arn_id = "arn:aws:bedrock-agentcore:us-east-1:aws:code-interpreter/aws.codeinterpreter.v1";
-  const auto arn = run_code({"--backend", "bedrock", "--interpreter", arn_id, "-c", "1"}, bedrock_env(server));
+  const auto arn = run_cli({"--backend", "bedrock", "--interpreter", arn_id, "-c", "1"}, bedrock_env(server));
   INFO("stderr:\n" << arn.err);
   CHECK(arn.exit_code == 4);
-  CHECK(arn.err.find("run_code: the sandbox could not start (configure): ") == 0);
+  CHECK(arn.err.find("code-interpreter: the sandbox could not start (configure): ") == 0);
   CHECK(arn.err.find("pass the interpreter id") != std::string::npos);
   CHECK(server.requests().size() == requests);
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("run_code --backend bedrock without AWS credentials cannot start (exit 4) and sends nothing",
-          "[bedrock][example]") {
+TEST_CASE("code-interpreter run --backend bedrock without AWS credentials cannot start (exit 4) and sends nothing",
+          "[bedrock][cli]") {
   BedrockServer server;
-  const auto run = run_code({"--backend", "bedrock", "-c", "1"},
+  const auto run = run_cli({"--backend", "bedrock", "-c", "1"},
                             {"AWS_REGION=us-east-1", "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE=" + server.url()});
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 4);
   CHECK(run.out.empty());
-  CHECK(run.err.find("run_code: the sandbox could not start (configure): no AWS credentials") == 0);
+  CHECK(run.err.find("code-interpreter: the sandbox could not start (configure): no AWS credentials") == 0);
   CHECK(server.requests().empty());
 }
 
-TEST_CASE("run_code: --interpreter without --backend bedrock is bad usage", "[bedrock][example]") {
-  const auto run = run_code({"--interpreter", "aws.codeinterpreter.v1", "-c", "1"}, {});
+TEST_CASE("code-interpreter: --interpreter without --backend bedrock is bad usage", "[bedrock][cli]") {
+  const auto run = run_cli({"--interpreter", "aws.codeinterpreter.v1", "-c", "1"}, {});
   CHECK(run.exit_code == 64);
   CHECK(run.out.empty());
   CHECK(run.err.find("--interpreter applies only to --backend bedrock") != std::string::npos);

@@ -1,4 +1,4 @@
-// examples/run_code --backend e2b run as a user runs it: the E2B_* environment points it at the local E2B-protocol
+// code-interpreter run --backend e2b run as a user runs it: the E2B_* environment points it at the local E2B-protocol
 // server (tests/servers/e2b), and its exit status, stdout and stderr are checked exactly. Every run must leave no
 // sandbox alive, whatever its outcome.
 #include <catch2/catch.hpp>
@@ -51,8 +51,8 @@ class TempDir {
   fs::path path_;
 };
 
-// Runs run_code with `args` and exactly the environment `env` (plus PATH), stdin from /dev/null.
-Run run_code(const std::vector<std::string>& args, std::vector<std::string> env) {
+// Runs code-interpreter run with `args` and exactly the environment `env` (plus PATH), stdin from /dev/null.
+Run run_cli(const std::vector<std::string>& args, std::vector<std::string> env) {
   TempDir dir;
   const fs::path out = dir.path() / "stdout", err = dir.path() / "stderr";
   posix_spawn_file_actions_t actions;
@@ -60,7 +60,7 @@ Run run_code(const std::vector<std::string>& args, std::vector<std::string> env)
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::vector<std::string> argv_strings{CI_TEST_RUN_CODE};
+  std::vector<std::string> argv_strings{CI_TEST_CLI, "run"};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& s : argv_strings) argv.push_back(s.data());
@@ -70,7 +70,7 @@ Run run_code(const std::vector<std::string>& args, std::vector<std::string> env)
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, CI_TEST_RUN_CODE, &actions, nullptr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, CI_TEST_CLI, &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   Run run;
   if (rc != 0) return run;
@@ -90,9 +90,9 @@ std::vector<std::string> e2b_env(const E2BServer& server) {
 
 }  // namespace
 
-TEST_CASE("run_code --backend e2b prints the program's output and exits 0", "[e2b][example]") {
+TEST_CASE("code-interpreter run --backend e2b prints the program's output and exits 0", "[e2b][cli]") {
   E2BServer server;
-  const auto run = run_code({"--backend", "e2b", "-c", "print(6*7)"}, e2b_env(server));
+  const auto run = run_cli({"--backend", "e2b", "-c", "print(6*7)"}, e2b_env(server));
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 0);
   CHECK(run.out == "42\n");
@@ -102,9 +102,9 @@ TEST_CASE("run_code --backend e2b prints the program's output and exits 0", "[e2
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("run_code --backend e2b: an exception exits 1 with the traceback on stderr", "[e2b][example]") {
+TEST_CASE("code-interpreter run --backend e2b: an exception exits 1 with the traceback on stderr", "[e2b][cli]") {
   E2BServer server;
-  const auto run = run_code({"--backend", "e2b", "-c", "print('partial output')\n1/0"}, e2b_env(server));
+  const auto run = run_cli({"--backend", "e2b", "-c", "print('partial output')\n1/0"}, e2b_env(server));
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 1);
   CHECK(run.out == "partial output\n");
@@ -114,48 +114,48 @@ TEST_CASE("run_code --backend e2b: an exception exits 1 with the traceback on st
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("run_code --backend e2b: a timeout exits 2 and the sandbox is still terminated", "[e2b][example]") {
+TEST_CASE("code-interpreter run --backend e2b: a timeout exits 2 and the sandbox is still terminated", "[e2b][cli]") {
   E2BServer server;
-  const auto run = run_code({"--backend", "e2b", "--timeout", "1", "-c", "import time\ntime.sleep(30)"},
+  const auto run = run_cli({"--backend", "e2b", "--timeout", "1", "-c", "import time\ntime.sleep(30)"},
                             e2b_env(server));
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 2);
   CHECK(run.out.empty());
-  CHECK(run.err.find("run_code: TIMEOUT (execution): ") != std::string::npos);
+  CHECK(run.err.find("code-interpreter: TIMEOUT (execution): ") != std::string::npos);
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("run_code --backend e2b: --template picks the template, an unknown one cannot start (exit 4)",
-          "[e2b][example]") {
+TEST_CASE("code-interpreter run --backend e2b: --template picks the template, an unknown one cannot start (exit 4)",
+          "[e2b][cli]") {
   E2BServer server;
-  const auto base = run_code({"--backend", "e2b", "--template", "base", "-c", "print('ok')"}, e2b_env(server));
+  const auto base = run_cli({"--backend", "e2b", "--template", "base", "-c", "print('ok')"}, e2b_env(server));
   INFO("stderr:\n" << base.err);
   CHECK(base.exit_code == 0);
   CHECK(base.out == "ok\n");
   const auto creates = server.requests("POST", "/v2/sandboxes");
   REQUIRE(creates.size() == 1);
 
-  const auto missing = run_code({"--backend", "e2b", "--template", "no-such-template", "-c", "1"}, e2b_env(server));
+  const auto missing = run_cli({"--backend", "e2b", "--template", "no-such-template", "-c", "1"}, e2b_env(server));
   INFO("stderr:\n" << missing.err);
   CHECK(missing.exit_code == 4);
   CHECK(missing.out.empty());
-  CHECK(missing.err.find("run_code: the sandbox could not start (template_build): ") == 0);
+  CHECK(missing.err.find("code-interpreter: the sandbox could not start (template_build): ") == 0);
   CHECK(server.alive().empty());
 }
 
-TEST_CASE("run_code --backend e2b without E2B_API_KEY cannot start (exit 4) and sends nothing", "[e2b][example]") {
+TEST_CASE("code-interpreter run --backend e2b without E2B_API_KEY cannot start (exit 4) and sends nothing", "[e2b][cli]") {
   E2BServer server;
-  const auto run = run_code({"--backend", "e2b", "-c", "1"},
+  const auto run = run_cli({"--backend", "e2b", "-c", "1"},
                             {"E2B_API_URL=" + server.api_url(), "E2B_SANDBOX_URL=" + server.sandbox_url()});
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 4);
   CHECK(run.out.empty());
-  CHECK(run.err.find("run_code: the sandbox could not start (configure): no E2B API key") == 0);
+  CHECK(run.err.find("code-interpreter: the sandbox could not start (configure): no E2B API key") == 0);
   CHECK(server.requests().empty());
 }
 
-TEST_CASE("run_code: --template without --backend e2b is bad usage", "[example]") {
-  const auto run = run_code({"--template", "base", "-c", "1"}, {});
+TEST_CASE("code-interpreter: --template without --backend e2b is bad usage", "[cli]") {
+  const auto run = run_cli({"--template", "base", "-c", "1"}, {});
   CHECK(run.exit_code == 64);
   CHECK(run.out.empty());
   CHECK(run.err.find("--template applies only to --backend e2b") != std::string::npos);
