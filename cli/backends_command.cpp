@@ -12,7 +12,7 @@ int backends_command(std::span<const std::string> args) {
       std::cout << *help_text("backends");
       return kExitOk;
     }
-    throw UsageError("backends", arg.starts_with("-") ? "unknown option " + arg : "backends takes no argument");
+    throw UsageError("backends", arg.starts_with("-") ? "unknown option " + shown(arg) : "backends takes no argument");
   }
   for (const auto& status : ci::available_backends()) {
     std::cout << status.name << ": " << (status.available ? "available" : "not available") << "\n";

@@ -37,6 +37,10 @@ class UsageError : public std::runtime_error {
   std::string subcommand_;
 };
 
+/// An argument as echoed in a message: control characters shown as '?' and cut after 32 bytes with "...", so a
+/// pasted blob (a key given by mistake included) is not reprinted whole.
+[[nodiscard]] std::string shown(std::string_view arg);
+
 /// The help of `subcommand` ("" for the tool itself) as printed by --help and `help SUBCOMMAND`; nullopt for an
 /// unknown name. docs/cli.md holds the same text (a test compares them).
 [[nodiscard]] std::optional<std::string_view> help_text(std::string_view subcommand);

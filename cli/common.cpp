@@ -14,6 +14,13 @@
 
 namespace cli {
 
+std::string shown(std::string_view arg) {
+  std::string out;
+  for (char c : arg.substr(0, 32)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  if (arg.size() > 32) out += "...";
+  return out;
+}
+
 bool parse_sandbox_flag(std::string_view subcommand, std::span<const std::string> args, std::size_t& i,
                         SandboxFlags& flags) {
   const std::string_view arg = args[i];

@@ -12,15 +12,6 @@
 
 namespace {
 
-// An argument echoed in a message: control characters shown as '?' and long ones cut, so a pasted blob (a key
-// given by mistake included) is not reprinted whole.
-std::string shown(std::string_view arg) {
-  std::string out;
-  for (char c : arg.substr(0, 32)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
-  if (arg.size() > 32) out += "...";
-  return out;
-}
-
 int dispatch(const std::vector<std::string>& args) {
   using namespace cli;
   if (args.empty()) throw UsageError("", "no subcommand given");

@@ -29,7 +29,7 @@ ManageArgs parse(std::string_view name, std::span<const std::string> args, bool 
       parsed.operands.insert(parsed.operands.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       break;
     } else if (!arg.empty() && arg[0] == '-') {
-      throw UsageError(name, "unknown option " + std::string(arg));
+      throw UsageError(name, "unknown option " + shown(arg));
     } else {
       parsed.operands.emplace_back(arg);
     }

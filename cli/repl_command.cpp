@@ -316,7 +316,7 @@ int repl_command(std::span<const std::string> args) {
       std::cout << *help_text(kName);
       return kExitOk;
     } else if (!arg.empty() && arg[0] == '-') {
-      throw UsageError(kName, "unknown option " + std::string(arg));
+      throw UsageError(kName, "unknown option " + shown(arg));
     } else {
       throw UsageError(kName, "repl takes no program: it reads its input from the terminal");
     }

@@ -33,7 +33,7 @@ int run_command(std::span<const std::string> args) {
       std::cout << *help_text(kName);
       return kExitOk;
     } else if (!arg.empty() && arg[0] == '-') {
-      throw UsageError(kName, "unknown option " + std::string(arg));
+      throw UsageError(kName, "unknown option " + shown(arg));
     } else {
       if (code) throw UsageError(kName, "give the code once");
       std::error_code ec;

@@ -57,6 +57,8 @@ check("help of an unknown subcommand", run("help", "frob"),
       (64, "", "code-interpreter: unknown subcommand 'frob'\n" + usage_of("help")))
 check("run: an unknown option", run("run", "--frob", "-c", "1"),
       (64, "", "code-interpreter: unknown option --frob\n" + usage_of("run")))
+check("run: a long unknown option is cut", run("run", "--" + "k" * 40, "-c", "1"),
+      (64, "", "code-interpreter: unknown option --" + "k" * 30 + "...\n" + usage_of("run")))
 check("run: a missing value", run("run", "-c"), (64, "", "code-interpreter: -c needs a value\n" + usage_of("run")))
 check("run: --backend without a value", run("run", "--backend"),
       (64, "", "code-interpreter: --backend needs a value\n" + usage_of("run")))
