@@ -36,7 +36,9 @@ int dispatch(const std::vector<std::string>& args) {
   if (first == "run") return run_command(rest);
   if (first == "repl") return repl_command(rest);
   if (first == "backends") return backends_command(rest);
-  // list, kill and sweep: wired in once the management implementation is merged
+  if (first == "list") return list_command(rest);
+  if (first == "kill") return kill_command(rest);
+  if (first == "sweep") return sweep_command(rest);
   if (!first.empty() && first[0] == '-') throw UsageError("", "unknown option " + shown(first));
   throw UsageError("", "unknown subcommand '" + shown(first) + "'");
 }
