@@ -117,17 +117,34 @@ Examples read_examples(const std::string& path) {
   return examples;
 }
 
+// Runs `work` with Ctrl-C turned into stop.request_stop() by a watcher thread (a signal handler may not touch a
+// stop_source), and returns what it returns.
+template <class Work>
+auto interruptible(std::stop_source& stop, Work&& work) {
+  drain_interrupts();
+  std::jthread watcher([&stop](std::stop_token done) {
+    pollfd fd{g_interrupt_pipe[0], POLLIN, 0};
+    while (!done.stop_requested()) {
+      if (::poll(&fd, 1, 50) > 0) {
+        drain_interrupts();
+        stop.request_stop();
+      }
+    }
+  });
+  return work();  // the jthread's destructor stops and joins the watcher, also when `work` throws
+}
+
 class Session {
  public:
   Session(ci::SandboxConfig config, ci::Timeout timeout, Examples examples)
       : config_(std::move(config)), timeout_(timeout), examples_(std::move(examples)) {}
 
   int run() {
-    sandbox_ = start_sandbox("repl", config_);
+    install_sigint_handler();
+    sandbox_ = start();
     if (!sandbox_) return kExitCannotStart;
     std::cerr << "code-interpreter repl on " << config_.backend << " (" << ci::to_string(config_.language)
               << "); :help for help, :quit or Ctrl-D to leave\n";
-    install_sigint_handler();
     rl_getc_function = read_key;
     rl_bind_key('\t', rl_insert);  // Tab indents Python, it does not complete file names of this machine
     using_history();
@@ -210,7 +227,7 @@ class Session {
     } else if (name == ":reset") {
       terminate_sandbox(*sandbox_);
       sandbox_.reset();
-      sandbox_ = start_sandbox("repl", config_);
+      sandbox_ = start();
       if (!sandbox_) return kExitCannotStart;
       std::cerr << "a fresh sandbox: every variable and file is gone\n";
     } else {
@@ -240,20 +257,17 @@ class Session {
     options.cancel = stop.get_token();
     options.on_stdout = [](std::string_view text) { write_stream(stdout, text); };
     options.on_stderr = [](std::string_view text) { write_stream(stderr, text); };
-    drain_interrupts();
-    std::jthread watcher([&stop](std::stop_token done) {
-      pollfd fd{g_interrupt_pipe[0], POLLIN, 0};
-      while (!done.stop_requested()) {
-        if (::poll(&fd, 1, 50) > 0) {
-          drain_interrupts();
-          stop.request_stop();
-        }
-      }
-    });
-    const ci::ExecutionResult result = sandbox_->execute_code(code, options);
-    watcher.request_stop();
-    watcher.join();
+    const ci::ExecutionResult result = interruptible(stop, [&] { return sandbox_->execute_code(code, options); });
     report(result, stop.stop_requested());
+  }
+
+  // Starts (or restarts) the sandbox; Ctrl-C meanwhile cancels the start through SandboxConfig::cancel, so a cloud
+  // sandbox half made is torn down by the library rather than left to its lease.
+  [[nodiscard]] std::unique_ptr<ci::CodeInterpreterSandbox> start() {
+    std::stop_source stop;
+    ci::SandboxConfig config = config_;
+    config.cancel = stop.get_token();
+    return interruptible(stop, [&] { return start_sandbox("repl", config); });
   }
 
   static void report(const ci::ExecutionResult& result, bool interrupted) {

@@ -80,8 +80,32 @@ def check(name, got, expected):
         print(f"ok   {name}")
 
 
+def wait_exit(repl, timeout):
+    """The REPL's exit status once it ends (None if it did not within `timeout` s), draining its output."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pid, status = os.waitpid(repl.pid, os.WNOHANG)
+        if pid:
+            return os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+        try:
+            if select.select([repl.fd], [], [], 0.2)[0]:
+                repl.buffer += os.read(repl.fd, 4096)
+        except OSError:
+            time.sleep(0.1)
+    return None
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="ci-repl-") as state_dir:
+        # Ctrl-C while the sandbox starts cancels the start: exit 4, saying so.
+        repl = Repl(state_dir)
+        repl.read_until(b"starting the pyodide sandbox", 30)
+        repl.send(b"\x03")
+        check("Ctrl-C during the start exits 4", wait_exit(repl, 30), 4)
+        check("... saying the start was cancelled", lines_of(repl.buffer)[-1:],
+              ["code-interpreter: the sandbox could not start (start_runtime): "
+               "cancelled while the Pyodide runtime was starting"])
+
         repl = Repl(state_dir)
         start = repl.read_until(b">>> ", 120)
         # stderr is a terminal, so a progress indicator turns while the sandbox starts, then its line is erased.
@@ -136,18 +160,7 @@ def main():
         check("after :reset x is gone", after[-1:], ["NameError: name 'x' is not defined"])
 
         repl.send(b":quit\r")
-        deadline = time.monotonic() + 30
-        status = None
-        while time.monotonic() < deadline:
-            pid, status = os.waitpid(repl.pid, os.WNOHANG)
-            if pid:
-                break
-            try:
-                if select.select([repl.fd], [], [], 0.2)[0]:
-                    os.read(repl.fd, 4096)
-            except OSError:
-                time.sleep(0.1)
-        check(":quit exits 0", status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status), 0)
+        check(":quit exits 0", wait_exit(repl, 30), 0)
 
         with open(os.path.join(state_dir, "code_interpreter", "history"), encoding="utf-8") as f:
             history = f.read().splitlines()
