@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bedrock/stub.hpp"
+#include "core/manager.hpp"
 #include "bedrock_test_support.hpp"
 #include "code_interpreter/code_interpreter.hpp"
 #include "code_interpreter/testing/fake_sandbox.hpp"
@@ -179,6 +180,26 @@ TEST_CASE("E2B create tags the sandbox in its metadata and refuses a caller's me
   check_start_error([&] { (void)E2BSandbox::create(o); }, ErrorKind::kInvalidArgument,
                     "tag must be 1..32 characters of A-Z, a-z, 0-9 and _");
   CHECK(server.requests("POST", "/v2/sandboxes").size() == 2);
+}
+
+TEST_CASE("times of a listing are RFC 3339 with Z or an offset and an optional fraction, and nothing else",
+          "[management][hostile]") {
+  using detail::parse_rfc3339;
+  using namespace std::chrono;
+  const auto at = [](int h, int m, int s) { return sys_days(year(2026) / 1 / 2) + hours(h) + minutes(m) + seconds(s); };
+  CHECK(parse_rfc3339("2026-01-02T03:04:05Z") == at(3, 4, 5));
+  CHECK(parse_rfc3339("2026-01-02t03:04:05z") == at(3, 4, 5));
+  CHECK(parse_rfc3339("2026-01-02T03:04:05.5Z") == at(3, 4, 5) + milliseconds(500));
+  CHECK(parse_rfc3339("2026-01-02T03:04:05.123456789123Z") == at(3, 4, 5) + nanoseconds(123456789));
+  CHECK(parse_rfc3339("2026-01-02T03:04:05+02:30") == at(0, 34, 5));
+  CHECK(parse_rfc3339("2026-01-02T03:04:05-01:00") == at(4, 4, 5));
+  for (const char* bad : {"", "2026-01-02", "2026-01-02T03:04:05", "2026-01-02 03:04:05Z", "2026-02-30T00:00:00Z",
+                          "2026-13-01T00:00:00Z", "2026-01-02T24:00:00Z", "2026-01-02T03:04:05.Z",
+                          "2026-01-02T03:04:05+0200", "2026-01-02T03:04:05Zjunk", "+2026-01-02T03:04:05Z",
+                          "1767322000"}) {
+    INFO("text: " << bad);
+    CHECK_FALSE(parse_rfc3339(bad).has_value());
+  }
 }
 
 // ---- E2B manager ----
@@ -384,6 +405,27 @@ TEST_CASE("a management error never carries the E2B API key, even when the servi
     const auto* cause = test::nested_transport(e);
     REQUIRE(cause != nullptr);
     CHECK(std::string(cause->what()).find(test::kTestApiKey) == std::string::npos);
+  }
+}
+
+TEST_CASE("a management error never carries the AWS secret key, even when the service echoes it",
+          "[management][bedrock][secrets]") {
+  BedrockServer server;
+  server.fault({{"operation", "stop"}, {"action", "status"}, {"status", 403},
+                {"message", "denied for " + test::kTestCredentials.secret_access_key}});
+  auto manager = bedrock_manager(server);
+  try {
+    (void)manager->kill("abc123");
+    FAIL("no error");
+  } catch (const SandboxManagementError& e) {
+    CHECK(e.stage() == Stage::kManage);
+    CHECK(e.kind() == ErrorKind::kPermissionDenied);
+    const std::string said = e.what();
+    CHECK(said.rfind("bedrock: StopCodeInterpreterSession failed: HTTP 403 AccessDeniedException: denied for ", 0) == 0);
+    CHECK(said.find(test::kTestCredentials.secret_access_key) == std::string::npos);
+    const auto* cause = test::nested_transport(e);
+    REQUIRE(cause != nullptr);
+    CHECK(std::string(cause->what()).find(test::kTestCredentials.secret_access_key) == std::string::npos);
   }
 }
 

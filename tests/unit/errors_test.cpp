@@ -15,6 +15,7 @@ using code_interpreter::CodeInterpreterError;
 using code_interpreter::ErrorKind;
 using code_interpreter::ExecutionStatus;
 using code_interpreter::Language;
+using code_interpreter::NetworkAccess;
 using code_interpreter::SandboxExecutionError;
 using code_interpreter::SandboxNotInitializedError;
 using code_interpreter::SandboxStartError;
