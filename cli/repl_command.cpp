@@ -196,6 +196,8 @@ class Session {
     // read-only home must not stop the session.
     std::error_code ec;
     fs::create_directories(history_->parent_path(), ec);
+    // What was typed may include a secret: a new history file is the user's alone (write_history keeps the mode).
+    if (const int fd = ::open(history_->c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600); fd >= 0) ::close(fd);
     write_history(history_->c_str());
   }
 

@@ -10,6 +10,7 @@ import os
 import pty
 import re
 import select
+import subprocess
 import sys
 import tempfile
 import time
@@ -167,6 +168,13 @@ def main():
         # libedit's history file: a version line, then one entry per line with spaces as \040.
         check("history file header", history[:1], ["_HiStOrY_V2_"])
         check("history keeps the inputs", history[1:3], ["x\\040=\\04041", "x\\040+\\0401"])
+        check("the history file is the user's alone", oct(os.stat(os.path.join(state_dir, "code_interpreter",
+                                                                             "history")).st_mode & 0o777), "0o600")
+
+    # A history that cannot be written (its directory would be under a file) is skipped; input from a pipe works.
+    p = subprocess.run([CLI, "repl"], input="x = 20\nx * 2\n:quit\n", capture_output=True, text=True, timeout=120,
+                       env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "XDG_STATE_HOME": "/dev/null"})
+    check("an unwritable history is skipped", (p.returncode, p.stdout), (0, "40\n"))
     if failures:
         print(f"{len(failures)} failed")
         sys.exit(1)
