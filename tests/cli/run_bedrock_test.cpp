@@ -3,84 +3,19 @@
 // Every run must leave no session alive, whatever its outcome, and no output may contain the secret.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "bedrock_test_support.hpp"
+#include "cli_process.hpp"
 
-namespace fs = std::filesystem;
+using cli_test::Run;
 using code_interpreter::test::BedrockServer;
 using code_interpreter::test::kTestCredentials;
 
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/ci-run-code-bedrock-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-// Runs code-interpreter run with `args` and exactly the environment `env` (plus PATH), stdin from /dev/null.
-Run run_cli(const std::vector<std::string>& args, std::vector<std::string> env) {
-  TempDir dir;
-  const fs::path out = dir.path() / "stdout", err = dir.path() / "stderr";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::vector<std::string> argv_strings{CI_TEST_CLI, "run"};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  env.push_back("PATH=/usr/bin:/bin");
-  std::vector<char*> envp;
-  for (auto& s : env) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, CI_TEST_CLI, &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  Run run;
-  if (rc != 0) return run;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = slurp(out);
-  run.err = slurp(err);
-  return run;
+// `code-interpreter run ARGS` with exactly the environment `env` (plus PATH), stdin from /dev/null.
+Run cli_run(std::vector<std::string> args, std::vector<std::string> env) {
+  args.insert(args.begin(), "run");
+  return cli_test::run_cli(args, std::move(env));
 }
 
 // The environment a user sets to point the Bedrock backend at this server (no HOME: no shared AWS files).
@@ -99,7 +34,7 @@ void check_no_secret(const Run& run) {
 
 TEST_CASE("code-interpreter run --backend bedrock prints the program's output and exits 0", "[bedrock][cli]") {
   BedrockServer server;
-  const auto run = run_cli({"--backend", "bedrock", "-c", "print(6*7)"}, bedrock_env(server));
+  const auto run = cli_run({"--backend", "bedrock", "-c", "print(6*7)"}, bedrock_env(server));
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 0);
   CHECK(run.out == "42\n");
@@ -114,7 +49,7 @@ TEST_CASE("code-interpreter run --backend bedrock prints the program's output an
 
 TEST_CASE("code-interpreter run --backend bedrock: an exception exits 1 with the traceback on stderr", "[bedrock][cli]") {
   BedrockServer server;
-  const auto run = run_cli({"--backend", "bedrock", "-c", "print('partial output')\n1/0"}, bedrock_env(server));
+  const auto run = cli_run({"--backend", "bedrock", "-c", "print('partial output')\n1/0"}, bedrock_env(server));
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 1);
   CHECK(run.out == "partial output\n");
@@ -126,7 +61,7 @@ TEST_CASE("code-interpreter run --backend bedrock: an exception exits 1 with the
 
 TEST_CASE("code-interpreter run --backend bedrock: a timeout exits 2 and the session is still stopped", "[bedrock][cli]") {
   BedrockServer server;
-  const auto run = run_cli({"--backend", "bedrock", "--timeout", "1", "-c", "import time\ntime.sleep(30)"},
+  const auto run = cli_run({"--backend", "bedrock", "--timeout", "1", "-c", "import time\ntime.sleep(30)"},
                             bedrock_env(server));
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 2);
@@ -141,7 +76,7 @@ TEST_CASE("code-interpreter run --backend bedrock: --interpreter picks the code 
           "start (exit 4)",
           "[bedrock][cli]") {
   BedrockServer server({"--interpreter", "myInterp-abc1234567"});
-  const auto custom = run_cli({"--backend", "bedrock", "--interpreter", "myInterp-abc1234567", "-c", "print('ok')"},
+  const auto custom = cli_run({"--backend", "bedrock", "--interpreter", "myInterp-abc1234567", "-c", "print('ok')"},
                                bedrock_env(server));
   INFO("stderr:\n" << custom.err);
   CHECK(custom.exit_code == 0);
@@ -150,7 +85,7 @@ TEST_CASE("code-interpreter run --backend bedrock: --interpreter picks the code 
   REQUIRE(starts.size() == 1);
   CHECK(starts[0].value("interpreter", "") == "myInterp-abc1234567");
 
-  const auto unknown = run_cli({"--backend", "bedrock", "--interpreter", "noSuchInterp-0000000000", "-c", "1"},
+  const auto unknown = cli_run({"--backend", "bedrock", "--interpreter", "noSuchInterp-0000000000", "-c", "1"},
                                 bedrock_env(server));
   INFO("stderr:\n" << unknown.err);
   CHECK(unknown.exit_code == 4);
@@ -160,7 +95,7 @@ TEST_CASE("code-interpreter run --backend bedrock: --interpreter picks the code 
 
   const auto requests = server.requests().size();
   const std::string arn_id = "arn:aws:bedrock-agentcore:us-east-1:aws:code-interpreter/aws.codeinterpreter.v1";
-  const auto arn = run_cli({"--backend", "bedrock", "--interpreter", arn_id, "-c", "1"}, bedrock_env(server));
+  const auto arn = cli_run({"--backend", "bedrock", "--interpreter", arn_id, "-c", "1"}, bedrock_env(server));
   INFO("stderr:\n" << arn.err);
   CHECK(arn.exit_code == 4);
   CHECK(arn.err.find("code-interpreter: the sandbox could not start (configure): ") == 0);
@@ -172,7 +107,7 @@ TEST_CASE("code-interpreter run --backend bedrock: --interpreter picks the code 
 TEST_CASE("code-interpreter run --backend bedrock without AWS credentials cannot start (exit 4) and sends nothing",
           "[bedrock][cli]") {
   BedrockServer server;
-  const auto run = run_cli({"--backend", "bedrock", "-c", "1"},
+  const auto run = cli_run({"--backend", "bedrock", "-c", "1"},
                             {"AWS_REGION=us-east-1", "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE=" + server.url()});
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 4);
@@ -182,7 +117,7 @@ TEST_CASE("code-interpreter run --backend bedrock without AWS credentials cannot
 }
 
 TEST_CASE("code-interpreter: --interpreter without --backend bedrock is bad usage", "[bedrock][cli]") {
-  const auto run = run_cli({"--interpreter", "aws.codeinterpreter.v1", "-c", "1"}, {});
+  const auto run = cli_run({"--interpreter", "aws.codeinterpreter.v1", "-c", "1"}, {});
   CHECK(run.exit_code == 64);
   CHECK(run.out.empty());
   CHECK(run.err.find("--interpreter applies only to --backend bedrock") != std::string::npos);

@@ -3,83 +3,18 @@
 // sandbox alive, whatever its outcome.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
+#include "cli_process.hpp"
 #include "e2b_test_support.hpp"
 
-namespace fs = std::filesystem;
+using cli_test::Run;
 using code_interpreter::test::E2BServer;
 
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/ci-run-code-e2b-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-// Runs code-interpreter run with `args` and exactly the environment `env` (plus PATH), stdin from /dev/null.
-Run run_cli(const std::vector<std::string>& args, std::vector<std::string> env) {
-  TempDir dir;
-  const fs::path out = dir.path() / "stdout", err = dir.path() / "stderr";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::vector<std::string> argv_strings{CI_TEST_CLI, "run"};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  env.push_back("PATH=/usr/bin:/bin");
-  std::vector<char*> envp;
-  for (auto& s : env) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, CI_TEST_CLI, &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  Run run;
-  if (rc != 0) return run;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = slurp(out);
-  run.err = slurp(err);
-  return run;
+// `code-interpreter run ARGS` with exactly the environment `env` (plus PATH), stdin from /dev/null.
+Run cli_run(std::vector<std::string> args, std::vector<std::string> env) {
+  args.insert(args.begin(), "run");
+  return cli_test::run_cli(args, std::move(env));
 }
 
 // The environment a user sets to point the E2B backend at this server.
@@ -92,7 +27,7 @@ std::vector<std::string> e2b_env(const E2BServer& server) {
 
 TEST_CASE("code-interpreter run --backend e2b prints the program's output and exits 0", "[e2b][cli]") {
   E2BServer server;
-  const auto run = run_cli({"--backend", "e2b", "-c", "print(6*7)"}, e2b_env(server));
+  const auto run = cli_run({"--backend", "e2b", "-c", "print(6*7)"}, e2b_env(server));
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 0);
   CHECK(run.out == "42\n");
@@ -104,7 +39,7 @@ TEST_CASE("code-interpreter run --backend e2b prints the program's output and ex
 
 TEST_CASE("code-interpreter run --backend e2b: an exception exits 1 with the traceback on stderr", "[e2b][cli]") {
   E2BServer server;
-  const auto run = run_cli({"--backend", "e2b", "-c", "print('partial output')\n1/0"}, e2b_env(server));
+  const auto run = cli_run({"--backend", "e2b", "-c", "print('partial output')\n1/0"}, e2b_env(server));
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 1);
   CHECK(run.out == "partial output\n");
@@ -116,7 +51,7 @@ TEST_CASE("code-interpreter run --backend e2b: an exception exits 1 with the tra
 
 TEST_CASE("code-interpreter run --backend e2b: a timeout exits 2 and the sandbox is still terminated", "[e2b][cli]") {
   E2BServer server;
-  const auto run = run_cli({"--backend", "e2b", "--timeout", "1", "-c", "import time\ntime.sleep(30)"},
+  const auto run = cli_run({"--backend", "e2b", "--timeout", "1", "-c", "import time\ntime.sleep(30)"},
                             e2b_env(server));
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 2);
@@ -128,14 +63,14 @@ TEST_CASE("code-interpreter run --backend e2b: a timeout exits 2 and the sandbox
 TEST_CASE("code-interpreter run --backend e2b: --template picks the template, an unknown one cannot start (exit 4)",
           "[e2b][cli]") {
   E2BServer server;
-  const auto base = run_cli({"--backend", "e2b", "--template", "base", "-c", "print('ok')"}, e2b_env(server));
+  const auto base = cli_run({"--backend", "e2b", "--template", "base", "-c", "print('ok')"}, e2b_env(server));
   INFO("stderr:\n" << base.err);
   CHECK(base.exit_code == 0);
   CHECK(base.out == "ok\n");
   const auto creates = server.requests("POST", "/v2/sandboxes");
   REQUIRE(creates.size() == 1);
 
-  const auto missing = run_cli({"--backend", "e2b", "--template", "no-such-template", "-c", "1"}, e2b_env(server));
+  const auto missing = cli_run({"--backend", "e2b", "--template", "no-such-template", "-c", "1"}, e2b_env(server));
   INFO("stderr:\n" << missing.err);
   CHECK(missing.exit_code == 4);
   CHECK(missing.out.empty());
@@ -145,7 +80,7 @@ TEST_CASE("code-interpreter run --backend e2b: --template picks the template, an
 
 TEST_CASE("code-interpreter run --backend e2b without E2B_API_KEY cannot start (exit 4) and sends nothing", "[e2b][cli]") {
   E2BServer server;
-  const auto run = run_cli({"--backend", "e2b", "-c", "1"},
+  const auto run = cli_run({"--backend", "e2b", "-c", "1"},
                             {"E2B_API_URL=" + server.api_url(), "E2B_SANDBOX_URL=" + server.sandbox_url()});
   INFO("stderr:\n" << run.err);
   CHECK(run.exit_code == 4);
@@ -155,7 +90,7 @@ TEST_CASE("code-interpreter run --backend e2b without E2B_API_KEY cannot start (
 }
 
 TEST_CASE("code-interpreter: --template without --backend e2b is bad usage", "[cli]") {
-  const auto run = run_cli({"--template", "base", "-c", "1"}, {});
+  const auto run = cli_run({"--template", "base", "-c", "1"}, {});
   CHECK(run.exit_code == 64);
   CHECK(run.out.empty());
   CHECK(run.err.find("--template applies only to --backend e2b") != std::string::npos);
