@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/check-prerequisites.sh >/dev/null
 ./scripts/build.sh -DCODE_INTERPRETER_BUILD_TESTS=OFF -DCODE_INTERPRETER_BUILD_BENCHMARKS=OFF >/dev/null
-exec ./build/examples/run_code examples/hello.py
+exec ./build/bin/code-interpreter run examples/hello.py

@@ -40,7 +40,22 @@ struct BedrockOptions {
   /// The code interpreter to start a session of. Only identifiers made of letters, digits, '.', '-', '_' and
   /// '~' are accepted (an ARN is refused: pass the interpreter id).
   std::string code_interpreter_identifier = "aws.codeinterpreter.v1";
-  std::optional<std::string> session_name;  ///< 1..100 characters
+  /// 1..100 characters together with the tag's prefix: the session's name on the service is
+  /// "ci.<tag>.<session_name>" ("ci.<tag>" without one), so session_name may have at most 96 - tag length
+  /// characters (docs/backends/bedrock.md "Tags and session names").
+  std::optional<std::string> session_name;
+  /// The tag the session carries as the prefix of its name (management.hpp: 1..32 bytes of [A-Za-z0-9_];
+  /// SandboxManager::sweep stops by it). nullopt: process_sandbox_tag().
+  std::optional<std::string> tag;
+  /// The network mode of the interpreter `code_interpreter_identifier` names; the service fixes it when the
+  /// interpreter is made (the control plane), so this states it rather than choosing it: "SANDBOX" (the built-in
+  /// aws.codeinterpreter.v1: S3 and DNS only), "PUBLIC" (the internet) or "VPC" (the customer's VPC). It decides
+  /// which network_policy create accepts (docs/backends/bedrock.md "Network policy").
+  std::string interpreter_network_mode = "SANDBOX";
+  /// nullopt: whatever the interpreter's network mode gives. all(): only with interpreter_network_mode "PUBLIC".
+  /// none() and allowlist() are refused (SandboxStartError, stage configure, kUnsupported): SANDBOX mode still
+  /// reaches S3 and DNS, and no mode restricts the network to a list of hosts the session could be held to.
+  std::optional<NetworkPolicy> network_policy;
   std::chrono::seconds session_timeout{900};  ///< the session's fixed lifetime, 1..28800 s; it cannot be extended
   Timeout create_timeout;  ///< bound on start (retries and package installation included); nullopt: 5 minutes
   std::chrono::milliseconds request_timeout{std::chrono::seconds(60)};  ///< per start/stop/file request

@@ -8,6 +8,7 @@
 #include "code_interpreter/execution.hpp"
 #include "code_interpreter/factory.hpp"
 #include "code_interpreter/interpreter.hpp"
+#include "code_interpreter/management.hpp"
 #include "code_interpreter/openai_invoker.hpp"
 #include "code_interpreter/pyodide_pool.hpp"
 #include "code_interpreter/pyodide_sandbox.hpp"

@@ -31,7 +31,17 @@ struct E2BOptions {
   std::optional<std::string> sandbox_url;
   std::string template_id = "code-interpreter-v1";
   std::chrono::seconds lifetime{300};       ///< the sandbox's lease; renew with set_timeout
-  std::map<std::string, std::string> metadata;  ///< listed with the sandbox by E2B
+  /// Listed with the sandbox by E2B. The key kTagMetadataKey ("code_interpreter.tag") is the library's: a
+  /// metadata map holding it is refused (SandboxStartError, stage configure, kInvalidArgument); set `tag` instead.
+  std::map<std::string, std::string> metadata;
+  /// The tag the sandbox carries in its metadata under kTagMetadataKey (management.hpp: 1..32 bytes of
+  /// [A-Za-z0-9_]; SandboxManager::sweep kills by it). nullopt: process_sandbox_tag().
+  std::optional<std::string> tag;
+  /// The network the code may reach (docs/backends/e2b.md "Network policy"). nullopt or all(): E2B's default, the
+  /// whole internet (nothing is sent); none(): `allow_internet_access: false`; allowlist(hosts): `network:
+  /// {allowOut: hosts, denyOut: ["0.0.0.0/0"]}`, as the official JS SDK sends them. A malformed allowlist is
+  /// refused (SandboxStartError, stage configure, kInvalidArgument).
+  std::optional<NetworkPolicy> network_policy;
   std::map<std::string, std::string> env_vars;  ///< environment of every process in the sandbox
   /// Bound on the whole of create/connect, retries and package installation included. nullopt: 5 minutes;
   /// <= 0: none.

@@ -39,6 +39,12 @@ struct SandboxConfig {
   std::map<std::string, std::string> env;       ///< environment of every process: E2BOptions::env_vars
   std::map<std::string, std::string> metadata;  ///< E2BOptions::metadata, listed with the sandbox
   std::optional<std::string> name;              ///< BedrockOptions::session_name
+  /// The tag sweep finds the sandbox by (E2BOptions::tag, BedrockOptions::tag; management.hpp): 1..32 bytes of
+  /// [A-Za-z0-9_], else kInvalidArgument. nullopt: process_sandbox_tag(). Pyodide has no tags (kUnsupported).
+  std::optional<std::string> tag;
+  /// The network the code may reach (each backend's network_policy; docs/backends.md "Network policy"). A policy
+  /// the backend cannot honour is refused by its create (SandboxStartError, stage configure, kUnsupported).
+  std::optional<NetworkPolicy> network_policy;
   Timeout create_timeout;                       ///< bound on create; nullopt: the backend's default
   std::stop_token cancel;                       ///< cancels create
 
@@ -53,6 +59,7 @@ struct SandboxConfig {
 /// ```json
 /// {"backend": "e2b", "language": "python", "packages": ["numpy"], "lifetime_seconds": 600,
 ///  "env": {"NAME": "value"}, "metadata": {"run": "42"}, "name": "nightly", "create_timeout_ms": 60000,
+///  "tag": "nightly_2", "network": "none",
 ///  "pyodide": {"runtime_dir": "...", "wheel_dir": "...", "snapshot_dir": "...", "use_snapshot": true,
 ///              "interrupt_grace_ms": 2000, "max_output_bytes": 10485760, "max_frame_bytes": 16777216,
 ///              "max_download_bytes": 536870912, "memory_limit_bytes": 2147483648,
@@ -61,9 +68,12 @@ struct SandboxConfig {
 ///          "request_timeout_ms": 60000, "max_output_bytes": 10485760, "max_line_bytes": 16777216,
 ///          "max_download_bytes": 536870912},
 ///  "bedrock": {"region": "us-east-1", "endpoint_url": "...", "profile": "...",
-///              "code_interpreter_identifier": "aws.codeinterpreter.v1", "request_timeout_ms": 60000,
+///              "code_interpreter_identifier": "aws.codeinterpreter.v1", "interpreter_network_mode": "SANDBOX",
+///              "request_timeout_ms": 60000,
 ///              "max_output_bytes": 10485760, "max_message_bytes": 16777216, "max_download_bytes": 536870912}}
 /// ```
+/// "network" is "none", "all" or {"allow": ["pypi.org", "10.0.0.0/8"]} (NetworkPolicy::none / all / allowlist;
+/// each host checked as NetworkPolicy says, a bad one named by its index, never quoted).
 /// Secrets (E2B's API key, AWS keys) are not read from the document: they come from the environment or the AWS
 /// files, as without a configuration. Languages are the names of to_string(Language).
 ///

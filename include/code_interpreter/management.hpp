@@ -99,13 +99,20 @@ class CODE_INTERPRETER_EXPORT SandboxManager {
   [[nodiscard]] virtual ManagerCapabilities capabilities() const noexcept = 0;
 
   /// One page of at most `page_size` (1..100) sandboxes, from `page_token` (a previous page's next_token).
-  /// @throws SandboxManagementError (kInvalidArgument for a page_size out of range or a filter the backend cannot
-  ///         apply; kUnsupported without the list verb; else the service's answer).
+  /// Every sandbox returned matches the filter: the service's answer is filtered again here (a service that ignores
+  /// a filter cannot hand back another tag's sandbox). A page may so hold fewer than page_size, even none, while
+  /// next_token says more follow. Malformed entries of a listing are dropped with one warning.
+  /// @throws SandboxManagementError (kInvalidArgument for a page_size out of range, a bad tag or page token;
+  ///         kUnsupported without the list verb or for a metadata filter without metadata_filter; kInternal for an
+  ///         answer that is not a listing, or holds more than page_size entries; else the service's answer).
   [[nodiscard]] SandboxPage list_page(const SandboxFilter& filter = {}, std::size_t page_size = 100,
                                       const std::optional<std::string>& page_token = std::nullopt);
-  /// Every page of list_page, at most `max_sandboxes` (then a warning is logged). Same errors.
+  /// Every page of list_page, at most `max_sandboxes` (then a warning is logged). Same errors, and kInternal when
+  /// the service hands back a page token it gave before (it would never end).
   [[nodiscard]] std::vector<SandboxInfo> list(const SandboxFilter& filter = {}, std::size_t max_sandboxes = 10000);
-  /// One sandbox, or nullopt when the service does not know it. @throws SandboxManagementError.
+  /// One sandbox, or nullopt when the service does not know it (an E2B sandbox killed is forgotten; an AgentCore
+  /// session stopped is reported kTerminated). @throws SandboxManagementError (kInvalidArgument for an id that is
+  /// not 1..128 of [A-Za-z0-9-] or not of the backend's form; kInternal for a malformed answer).
   [[nodiscard]] std::optional<SandboxInfo> get(std::string_view sandbox_id);
   /// Kills (E2B) or stops (AgentCore) a sandbox. @return false when it did not exist or was already gone.
   /// @throws SandboxManagementError.

@@ -74,6 +74,10 @@ struct PyodideOptions {
   /// true: a kernel without Landlock or seccomp is a SandboxStartError (stage start_runtime, kUnsupported)
   /// instead of one warning.
   bool require_kernel_confinement = false;
+  /// The network the code may reach. The runtime has none (Deno runs with no network permission), so only
+  /// nullopt and none() are accepted; all() and allowlist() are refused (SandboxStartError, stage configure,
+  /// kUnsupported), never weakened.
+  std::optional<NetworkPolicy> network_policy;
   /// Start runtimes (the first, and every respawn) by restoring a memory snapshot of a freshly loaded Pyodide
   /// instead of loading it: about 0.4 s instead of 3 s. The image is made once per runtime build, in a throwaway
   /// process that runs no other code, and kept in `snapshot_dir`; a missing, corrupt or unusable image, or no cache

@@ -4,6 +4,7 @@
 #include "core/defaults.hpp"
 #include "core/nested.hpp"
 #include "core/outcome.hpp"
+#include "core/sandbox_tag.hpp"
 #include "bedrock/bedrock_impl.hpp"
 #include "http/outcome.hpp"
 
@@ -139,6 +140,7 @@ BedrockAgentCoreSandbox::BedrockAgentCoreSandbox(std::unique_ptr<Impl> impl)
 
 std::unique_ptr<BedrockAgentCoreSandbox> BedrockAgentCoreSandbox::create(BedrockOptions options) {
   const auto [deadline, budget] = detail::create_budget(options.create_timeout);
+  options.tag = detail::tag_for_create(options.tag);
   auto impl = std::make_unique<Impl>(std::move(options));
   impl->start(deadline);  // before the sandbox exists: a failed start leaves no destructor to stop a session
   std::unique_ptr<BedrockAgentCoreSandbox> sandbox(new BedrockAgentCoreSandbox(std::move(impl)));
@@ -155,14 +157,18 @@ BedrockAgentCoreSandbox::~BedrockAgentCoreSandbox() {
 std::optional<std::string> BedrockAgentCoreSandbox::sandbox_id() const { return impl_->stub.session_id; }
 
 Capabilities BedrockAgentCoreSandbox::capabilities() const {
-  // No network: the built-in interpreter's SANDBOX network mode reaches S3 and DNS only (docs/protocols/bedrock.md
-  // "Interpreters and session lifetime"). No interrupt: an executeCode cannot be stopped. A relative upload
+  // No network in SANDBOX mode, the built-in interpreter's: it reaches S3 and DNS only (docs/protocols/bedrock.md
+  // "Interpreters and session lifetime"); PUBLIC reaches the internet, VPC the customer's network. No interrupt: an executeCode cannot be stopped. A relative upload
   // directory: the service rejects absolute paths (docs/protocols/bedrock.md "File tools"). The result event holds
   // the output and no value of the last expression (docs/protocols/bedrock.md "Tools").
-  return detail::cloud_capabilities({.network = false, .interrupt = false, .expression_results = false,
-                                     .streaming_output = false},
-                                    {Language::kPython, Language::kJavaScript, Language::kTypeScript},
-                                    detail::kRelativeUploadDir);
+  const auto& mode = impl_->stub.options.interpreter_network_mode;
+  auto c = detail::cloud_capabilities({.network = mode != "SANDBOX", .interrupt = false, .expression_results = false,
+                                       .streaming_output = false},
+                                      {Language::kPython, Language::kJavaScript, Language::kTypeScript},
+                                      detail::kRelativeUploadDir);
+  // Only all() can be honoured, and only by a PUBLIC interpreter (bedrock/stub.cpp check_network_mode).
+  if (mode == "PUBLIC") c.network_policies = {NetworkAccess::kAll};
+  return c;
 }
 
 std::string BedrockAgentCoreSandbox::session_status() {

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "code_interpreter/management.hpp"
 #include "core/callback_guard.hpp"
+#include "core/network_policy.hpp"
 #include "core/random_id.hpp"
 #include "core/untrusted.hpp"
 #include "core/utf8.hpp"
@@ -23,11 +25,6 @@ bool plain_identifier(std::string_view id) {
   return std::all_of(id.begin(), id.end(), [](unsigned char c) {
     return std::isalnum(c) || c == '.' || c == '-' || c == '_' || c == '~';
   });
-}
-
-bool valid_session_id(std::string_view id) {  // ^[0-9a-zA-Z]{1,40}$ (docs/protocols/bedrock.md "Session operations")
-  return !id.empty() && id.size() <= 40 &&
-         std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isalnum(c); });
 }
 
 // The decoded size of the file content in a readFiles answer's blocks (a blob's base64 counted as the bytes it
@@ -76,6 +73,29 @@ void merge_result(Invocation& inv, const json& payload, detail::OutputStream* ou
 }
 
 }  // namespace
+
+bool valid_session_id(std::string_view id) {  // ^[0-9a-zA-Z]{1,40}$ (docs/protocols/bedrock.md "Session operations")
+  return !id.empty() && id.size() <= 40 &&
+         std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isalnum(c); });
+}
+
+std::string session_name_on_wire(const std::optional<std::string>& tag, const std::optional<std::string>& name) {
+  if (!tag) return name.value_or("");
+  return std::string(kTagNamePrefix) + *tag + (name ? "." + *name : "");
+}
+
+std::pair<std::optional<std::string>, std::optional<std::string>> split_session_name(std::string_view wire) {
+  if (wire.rfind(kTagNamePrefix, 0) == 0) {
+    const auto rest = wire.substr(kTagNamePrefix.size());
+    const auto dot = rest.find('.');
+    const auto tag = rest.substr(0, dot);
+    if (is_valid_sandbox_tag(tag)) {
+      if (dot == std::string_view::npos) return {std::string(tag), std::nullopt};
+      if (dot + 1 < rest.size()) return {std::string(tag), std::string(rest.substr(dot + 1))};
+    }
+  }
+  return {std::nullopt, std::string(wire)};  // a session this library did not tag
+}
 
 std::string bounded_text(std::string_view text, std::size_t limit) {
   std::string cut(text.substr(0, detail::utf8_safe_cut(text, std::min(limit, text.size()))));
@@ -152,13 +172,23 @@ AgentCoreStub::AgentCoreStub(BedrockOptions opts) : options(std::move(opts)) {
     throw SandboxStartError("session_timeout must be 1..28800 seconds", Stage::kConfigure, ErrorKind::kInvalidArgument);
   // Both go into JSON text (nlohmann's dump() throws type_error on bytes that are not UTF-8); the model's length
   // counts characters, not bytes.
+  if (options.tag && !is_valid_sandbox_tag(*options.tag))
+    throw SandboxStartError("tag must be 1..32 characters of A-Z, a-z, 0-9 and _", Stage::kConfigure,
+                            ErrorKind::kInvalidArgument);
   if (options.session_name) {
     const auto& name = *options.session_name;
     const auto characters = std::count_if(name.begin(), name.end(), [](unsigned char c) { return (c & 0xC0) != 0x80; });
-    if (!detail::is_valid_utf8(name) || characters < 1 || characters > 100)
-      throw SandboxStartError("session_name must be 1..100 characters of UTF-8", Stage::kConfigure,
-                              ErrorKind::kInvalidArgument);
+    // The service's name is 1..100 characters, the tag's prefix "ci.<tag>." counted (docs/backends/bedrock.md "Tags
+    // and session names").
+    const std::string prefix = options.tag ? session_name_on_wire(options.tag, std::nullopt) + "." : "";
+    const auto limit = static_cast<long>(100 - prefix.size());
+    if (!detail::is_valid_utf8(name) || characters < 1 || characters > limit)
+      throw SandboxStartError("session_name must be 1.." + std::to_string(limit) + " characters of UTF-8" +
+                                  (prefix.empty() ? std::string()
+                                                  : " (the service's 100 less the tag's prefix " + prefix + ")"),
+                              Stage::kConfigure, ErrorKind::kInvalidArgument);
   }
+  check_network_mode(options);
   for (const auto& package : options.additional_packages)
     if (package.empty() || !detail::is_valid_utf8(package) || package.find('\0') != std::string::npos)
       throw SandboxStartError("additional_packages: a package name is empty, has a NUL byte or is not UTF-8",
@@ -212,12 +242,14 @@ http::Request AgentCoreStub::request(http::Operation op, std::string method, std
 
 http::Request AgentCoreStub::start_request() const {
   json body = {{"sessionTimeoutSeconds", options.session_timeout.count()}, {"clientToken", detail::uuid4()}};
-  if (options.session_name) body["name"] = *options.session_name;
+  if (options.session_name || options.tag) body["name"] = session_name_on_wire(options.tag, options.session_name);
   return request(http::Operation::kAgentCoreStart, "PUT", "/sessions/start", body.dump());
 }
 
-http::Request AgentCoreStub::stop_request() const {
-  return request(http::Operation::kAgentCoreStop, "PUT", "/sessions/stop?sessionId=" + session_id,
+http::Request AgentCoreStub::stop_request() const { return stop_request_for(session_id); }
+
+http::Request AgentCoreStub::stop_request_for(std::string_view id) const {
+  return request(http::Operation::kAgentCoreStop, "PUT", "/sessions/stop?sessionId=" + std::string(id),
                  json{{"clientToken", detail::uuid4()}}.dump());
 }
 
@@ -296,6 +328,36 @@ bool AgentCoreStub::decode_message(Invocation& inv, EventMessage&& message, cons
     inv.exception_message = service_text(std::string(message.string_header(":error-message").value_or("")));
   }
   return false;
+}
+
+// The interpreter's network mode is fixed when it is made (the control plane); a session cannot change it. So the
+// policy is checked against the mode the caller states, and refused where the mode cannot give it (docs/backends/
+// bedrock.md "Network policy").
+void check_network_mode(const BedrockOptions& options) {
+  const auto& mode = options.interpreter_network_mode;
+  if (mode != "SANDBOX" && mode != "PUBLIC" && mode != "VPC")
+    throw SandboxStartError("interpreter_network_mode must be SANDBOX, PUBLIC or VPC", Stage::kConfigure,
+                            ErrorKind::kInvalidArgument);
+  if (options.code_interpreter_identifier == "aws.codeinterpreter.v1" && mode != "SANDBOX")
+    throw SandboxStartError("the built-in interpreter aws.codeinterpreter.v1 runs in SANDBOX network mode; a " + mode +
+                                " interpreter is one you create (pass its identifier)",
+                            Stage::kConfigure, ErrorKind::kInvalidArgument);
+  detail::check_network_policy(options.network_policy);
+  if (!options.network_policy) return;
+  switch (options.network_policy->access) {
+    case NetworkAccess::kNone:
+      detail::refuse_network_policy("Bedrock AgentCore", NetworkAccess::kNone,
+                                    "no interpreter network mode has no network (SANDBOX mode still reaches S3 and DNS)");
+    case NetworkAccess::kAllowlist:
+      detail::refuse_network_policy("Bedrock AgentCore", NetworkAccess::kAllowlist,
+                                    "no interpreter network mode limits a session to a list of hosts");
+    case NetworkAccess::kAll:
+      if (mode != "PUBLIC")
+        detail::refuse_network_policy("Bedrock AgentCore", NetworkAccess::kAll,
+                                      "it needs an interpreter in PUBLIC network mode (interpreter_network_mode is " +
+                                          mode + ")");
+      return;
+  }
 }
 
 }  // namespace code_interpreter::bedrock

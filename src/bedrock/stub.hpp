@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,22 @@
 #include "http/http_client.hpp"
 
 namespace code_interpreter::bedrock {
+
+/// Whether `id` is one the service could issue: ^[0-9a-zA-Z]{1,40}$ (docs/protocols/bedrock.md "Session operations").
+bool valid_session_id(std::string_view id);
+
+/// Marks a session name as carrying the library's tag (docs/backends/bedrock.md "Tags and session names").
+constexpr std::string_view kTagNamePrefix = "ci.";
+/// The name a session is started with: "ci.<tag>.<name>", "ci.<tag>" without a name; `name` alone without a tag.
+std::string session_name_on_wire(const std::optional<std::string>& tag, const std::optional<std::string>& name);
+/// The tag and the user's name of a session's name on the wire (the inverse of session_name_on_wire). A name that
+/// does not start with "ci.<valid tag>" then "." or its end has no tag: all of it is the user's.
+std::pair<std::optional<std::string>, std::optional<std::string>> split_session_name(std::string_view wire);
+
+/// Checks options.interpreter_network_mode and options.network_policy (docs/backends/bedrock.md "Network policy").
+/// @throws SandboxStartError (stage configure): kInvalidArgument for an unknown mode or a malformed policy,
+///         kUnsupported for a policy the mode cannot honour.
+void check_network_mode(const BedrockOptions& options);
 
 /// The most of an error answer's body an invocation keeps.
 constexpr std::size_t kMaxErrorBody = 64 * 1024;
@@ -105,6 +122,7 @@ class AgentCoreStub {
   /// StartCodeInterpreterSession with a fresh clientToken (docs/protocols/bedrock.md "Session operations").
   [[nodiscard]] http::Request start_request() const;
   [[nodiscard]] http::Request stop_request() const;
+  [[nodiscard]] http::Request stop_request_for(std::string_view id) const;
   [[nodiscard]] http::Request get_session_request() const;
   /// InvokeCodeInterpreter of `tool` on the session (docs/protocols/bedrock.md "InvokeCodeInterpreter").
   [[nodiscard]] http::Request invoke_request(http::Operation op, std::string_view tool, nlohmann::json arguments) const;

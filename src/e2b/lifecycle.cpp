@@ -7,6 +7,7 @@
 #include "core/nested.hpp"
 #include "core/outcome.hpp"
 #include "core/random_id.hpp"
+#include "core/sandbox_tag.hpp"
 #include "e2b/e2b_impl.hpp"
 
 namespace code_interpreter {
@@ -188,6 +189,7 @@ E2BSandbox::E2BSandbox(std::unique_ptr<Impl> impl)
 
 std::unique_ptr<E2BSandbox> E2BSandbox::create(E2BOptions options) {
   const auto [deadline, budget] = detail::create_budget(options.create_timeout);
+  options.tag = detail::tag_for_create(options.tag);
   auto impl = std::make_unique<Impl>(std::move(options));
   impl->create_sandbox(deadline);
   std::unique_ptr<E2BSandbox> sandbox(new E2BSandbox(std::move(impl)));
@@ -210,11 +212,16 @@ E2BSandbox::~E2BSandbox() {
 std::optional<std::string> E2BSandbox::sandbox_id() const { return impl_->stub.id; }
 
 Capabilities E2BSandbox::capabilities() const {
-  return detail::cloud_capabilities({.network = true, .interrupt = true, .expression_results = true,
-                                     .streaming_output = true},
-                                    {Language::kPython, Language::kJavaScript, Language::kTypeScript, Language::kBash,
-                                     Language::kR, Language::kJava},
-                                    detail::kUploadDir);
+  // An allowlist still reaches the network: only a sandbox made with none() has none.
+  const auto& policy = impl_->stub.options.network_policy;
+  const bool network = !(policy && policy->access == NetworkAccess::kNone);
+  auto c = detail::cloud_capabilities({.network = network, .interrupt = true, .expression_results = true,
+                                       .streaming_output = true},
+                                      {Language::kPython, Language::kJavaScript, Language::kTypeScript,
+                                       Language::kBash, Language::kR, Language::kJava},
+                                      detail::kUploadDir);
+  c.network_policies = {NetworkAccess::kNone, NetworkAccess::kAllowlist, NetworkAccess::kAll};
+  return c;
 }
 
 void E2BSandbox::do_set_timeout(std::chrono::seconds lease) {

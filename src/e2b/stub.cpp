@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <initializer_list>
 
+#include "code_interpreter/management.hpp"
 #include "core/defaults.hpp"
+#include "core/network_policy.hpp"
 #include "core/untrusted.hpp"
 #include "core/utf8.hpp"
 #include "http/stream_decoders.hpp"
@@ -122,6 +124,14 @@ E2BStub::E2BStub(E2BOptions opts) : options(std::move(opts)) {
   if (!detail::is_valid_utf8(options.template_id)) throw not_utf8("template_id");
   for (const auto& [k, v] : options.metadata)
     if (!detail::is_valid_utf8(k) || !detail::is_valid_utf8(v)) throw not_utf8("a metadata key or value");
+  // The tag's key is the library's (docs/backends/e2b.md "Tags"): a caller's value there would pass for a tag.
+  if (options.metadata.count(std::string(kTagMetadataKey)) != 0)
+    throw SandboxStartError("metadata: the key " + std::string(kTagMetadataKey) + " is the library's; set E2BOptions::tag",
+                            Stage::kConfigure, ErrorKind::kInvalidArgument);
+  if (options.tag && !is_valid_sandbox_tag(*options.tag))
+    throw SandboxStartError("tag must be 1..32 characters of A-Z, a-z, 0-9 and _", Stage::kConfigure,
+                            ErrorKind::kInvalidArgument);
+  detail::check_network_policy(options.network_policy);  // E2B honours all three accesses
   for (const auto& [k, v] : options.env_vars)
     if (!detail::is_valid_utf8(k) || !detail::is_valid_utf8(v)) throw not_utf8("an env_vars name or value");
   for (const auto& p : options.additional_packages)
@@ -166,8 +176,16 @@ http::Request E2BStub::create_request(bool v1, const std::string& token) const {
   json metadata = json::object();
   for (const auto& [k, v] : options.metadata) metadata[k] = v;
   metadata[std::string(kClientTokenKey)] = token;
+  if (options.tag) metadata[std::string(kTagMetadataKey)] = *options.tag;
   json body = {{"templateID", options.template_id}, {"timeout", options.lifetime.count()}, {"metadata", metadata}};
   if (!options.env_vars.empty()) body["envVars"] = options.env_vars;
+  // As npm e2b@2.51.0 encodes allowInternetAccess and network {allowOut, denyOut} (docs/protocols/e2b.md "Network
+  // fields of a create"); all() sends nothing: the service's default is the whole internet.
+  if (options.network_policy && options.network_policy->access == NetworkAccess::kNone) {
+    body["allow_internet_access"] = false;
+  } else if (options.network_policy && options.network_policy->access == NetworkAccess::kAllowlist) {
+    body["network"] = {{"allowOut", options.network_policy->allowed_hosts}, {"denyOut", json::array({"0.0.0.0/0"})}};
+  }
   // npm e2b@2.51.0 (docs/protocols/e2b.md "Control plane"); older or self-hosted APIs have only v1.
   if (v1) body["secure"] = true;
   return api_request(http::Operation::kE2BCreate, "POST", v1 ? "/sandboxes" : "/v2/sandboxes", body.dump());

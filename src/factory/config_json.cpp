@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "code_interpreter/management.hpp"
+#include "core/network_policy.hpp"
 #include "factory/settings.hpp"
 
 namespace code_interpreter {
@@ -128,6 +130,24 @@ Language language_of(const json& v) {
                       "unknown language in 'language' (known: python, javascript, typescript, bash, r, java)");
 }
 
+// "none", "all" or {"allow": [hosts]}: each host checked here, so the refusal names the document's key and index.
+NetworkPolicy network_of(const json& v) {
+  constexpr std::string_view kShape = "\"none\", \"all\" or {\"allow\": [host, ...]}";
+  if (v.is_string()) {
+    if (v == "none") return NetworkPolicy::none();
+    if (v == "all") return NetworkPolicy::all();
+    wrong_type("network", kShape);
+  }
+  if (!v.is_object() || v.size() != 1 || !v.contains("allow")) wrong_type("network", kShape);
+  const auto hosts = list_of(v.at("allow"), "network.allow");
+  if (hosts.empty() || hosts.size() > 100) wrong_type("network.allow", "an array of 1..100 hosts");
+  for (std::size_t i = 0; i < hosts.size(); ++i)
+    if (!detail::valid_allowed_host(hosts[i]))
+      configuration_error(ErrorKind::kInvalidArgument, "'network.allow[" + std::to_string(i) +
+                                                           "]' is not a host name, an IPv4 address or a CIDR range");
+  return NetworkPolicy::allowlist(hosts);
+}
+
 [[noreturn]] void unknown_key(const std::string& key) {
   configuration_error(ErrorKind::kInvalidArgument, "unknown key '" + shown(key) + "'");
 }
@@ -176,6 +196,12 @@ void read_bedrock(const json& section, BedrockOptions& o) {
     else if (k == "endpoint_url") o.endpoint_url = text_of(v, key);
     else if (k == "profile") o.profile = text_of(v, key);
     else if (k == "code_interpreter_identifier") o.code_interpreter_identifier = text_of(v, key);
+    else if (k == "interpreter_network_mode") {
+      o.interpreter_network_mode = text_of(v, key);
+      if (o.interpreter_network_mode != "SANDBOX" && o.interpreter_network_mode != "PUBLIC" &&
+          o.interpreter_network_mode != "VPC")
+        wrong_type(key, "\"SANDBOX\", \"PUBLIC\" or \"VPC\"");
+    }
     else if (k == "request_timeout_ms") o.request_timeout = ms_of(v, key);
     else if (k == "max_output_bytes") o.max_output_bytes = size_of(v, key);
     else if (k == "max_message_bytes") o.max_message_bytes = size_of(v, key);
@@ -206,6 +232,10 @@ SandboxConfig sandbox_config_from_json(std::string_view json_text) {
     } else if (k == "env") c.env = map_of(v, k);
     else if (k == "metadata") c.metadata = map_of(v, k);
     else if (k == "name") c.name = text_of(v, k);
+    else if (k == "tag") {
+      c.tag = text_of(v, k);
+      if (!is_valid_sandbox_tag(*c.tag)) wrong_type(k, "1..32 characters of A-Z, a-z, 0-9 and _");
+    } else if (k == "network") c.network_policy = network_of(v);
     else if (k == "create_timeout_ms") c.create_timeout = ms_of(v, k);
     else if (k == "pyodide" || k == "e2b" || k == "bedrock") {
       if (k != c.backend) {

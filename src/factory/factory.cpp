@@ -21,6 +21,11 @@ constexpr Setting kSettings[] = {
     {"env", "env", false, true, false, [](const SandboxConfig& c) { return !c.env.empty(); }},
     {"metadata", "metadata", false, true, false, [](const SandboxConfig& c) { return !c.metadata.empty(); }},
     {"name", "name", false, false, true, [](const SandboxConfig& c) { return c.name.has_value(); }},
+    // Pyodide's sandboxes are child processes that end with their parent: nothing to sweep, so nothing to tag.
+    {"tag", "tag", false, true, true, [](const SandboxConfig& c) { return c.tag.has_value(); }},
+    // Every backend takes a policy; each one's create refuses what it cannot honour (docs/backends.md "Network
+    // policy"), with the reason, which this table could not give.
+    {"network_policy", "network", true, true, true, [](const SandboxConfig& c) { return c.network_policy.has_value(); }},
 };
 
 bool runs(std::string_view backend, Language language) {
@@ -66,6 +71,7 @@ Options with_common(Options o, const SandboxConfig& config) {
   o.additional_packages = config.packages;
   o.create_timeout = config.create_timeout;
   o.cancel = config.cancel;
+  if (config.network_policy) o.network_policy = config.network_policy;
   return o;
 }
 
@@ -81,11 +87,13 @@ std::unique_ptr<CodeInterpreterSandbox> create_sandbox(const SandboxConfig& conf
     if (config.lifetime) o.lifetime = *config.lifetime;
     if (!config.env.empty()) o.env_vars = config.env;
     if (!config.metadata.empty()) o.metadata = config.metadata;
+    if (config.tag) o.tag = config.tag;
     return E2BSandbox::create(std::move(o));
   }
   BedrockOptions o = with_common(config.bedrock, config);
   if (config.lifetime) o.session_timeout = *config.lifetime;
   if (config.name) o.session_name = *config.name;
+  if (config.tag) o.tag = config.tag;
   return BedrockAgentCoreSandbox::create(std::move(o));
 }
 

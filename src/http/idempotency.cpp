@@ -17,6 +17,8 @@ constexpr std::array kTable{
     OperationRule{kE2BListSandboxes, "list sandboxes", Resend::kIdempotent},
     OperationRule{kE2BKill, "kill", Resend::kIdempotent},
     OperationRule{kE2BSetTimeout, "set_timeout", Resend::kIdempotent},
+    OperationRule{kE2BGetSandbox, "get sandbox", Resend::kIdempotent},
+    OperationRule{kE2BPause, "pause", Resend::kIdempotent},
     OperationRule{kE2BHealth, "health", Resend::kOnce},
     OperationRule{kE2BUpload, "upload", Resend::kIdempotent},
     OperationRule{kE2BReadFile, "read file", Resend::kIdempotent},
@@ -31,6 +33,9 @@ constexpr std::array kTable{
     OperationRule{kAgentCoreStart, "StartCodeInterpreterSession", Resend::kIdempotent},
     OperationRule{kAgentCoreStop, "StopCodeInterpreterSession", Resend::kIdempotent},
     OperationRule{kAgentCoreGetSession, "GetCodeInterpreterSession", Resend::kOnce},
+    OperationRule{kAgentCoreListSessions, "ListCodeInterpreterSessions", Resend::kIdempotent},
+    // The same read as the probe above, but a caller waits for its answer: retried like any read.
+    OperationRule{kAgentCoreManageGetSession, "GetCodeInterpreterSession (manage)", Resend::kIdempotent},
     OperationRule{kAgentCoreExecuteCode, "executeCode", Resend::kNever},
     OperationRule{kAgentCoreStartCommand, "startCommandExecution", Resend::kNever},
     OperationRule{kAgentCoreGetTask, "getTask", Resend::kIdempotent},

@@ -36,9 +36,11 @@ enum class Operation {
   // E2B control plane
   kE2BCreate,         ///< POST /v2/sandboxes (or /sandboxes)
   kE2BConnect,        ///< POST /v2/sandboxes/{id}/connect
-  kE2BListSandboxes,  ///< GET /v2/sandboxes?metadata=… (finding a lost create's sandbox)
+  kE2BListSandboxes,  ///< GET /v2/sandboxes?metadata=… (finding a lost create's sandbox; SandboxManager::list)
   kE2BKill,           ///< DELETE /sandboxes/{id}
   kE2BSetTimeout,     ///< POST /sandboxes/{id}/timeout
+  kE2BGetSandbox,     ///< GET /sandboxes/{id} (SandboxManager::get)
+  kE2BPause,          ///< POST /sandboxes/{id}/pause (a repeat answers 409, read as "already paused")
   // E2B envd
   kE2BHealth,         ///< GET /health
   kE2BUpload,         ///< POST /files (multipart; uploads overwrite)
@@ -55,7 +57,9 @@ enum class Operation {
   // AgentCore session operations
   kAgentCoreStart,       ///< StartCodeInterpreterSession (deduplicated by its clientToken)
   kAgentCoreStop,        ///< StopCodeInterpreterSession
-  kAgentCoreGetSession,  ///< GetCodeInterpreterSession
+  kAgentCoreGetSession,  ///< GetCodeInterpreterSession, the status probe of a sandbox
+  kAgentCoreListSessions,   ///< ListCodeInterpreterSessions (SandboxManager::list)
+  kAgentCoreManageGetSession,  ///< GetCodeInterpreterSession for SandboxManager::get
   // AgentCore tools (InvokeCodeInterpreter)
   kAgentCoreExecuteCode,   ///< executeCode
   kAgentCoreStartCommand,  ///< startCommandExecution

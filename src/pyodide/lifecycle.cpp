@@ -10,6 +10,7 @@
 
 #include "code_interpreter/logging.hpp"
 #include "core/nested.hpp"
+#include "core/network_policy.hpp"
 #include "core/random_id.hpp"
 #include "pyodide/outcome.hpp"
 #include "pyodide/packages.hpp"
@@ -122,6 +123,11 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
     throw SandboxStartError("the Pyodide sandbox runs only Python, not " + std::string(to_string(options.language)),
                             Stage::kConfigure, ErrorKind::kUnsupported);
   }
+  detail::check_network_policy(options.network_policy);
+  // Deno runs without network permission: none is what it has, and nothing more can be given.
+  if (options.network_policy && options.network_policy->access != NetworkAccess::kNone)
+    detail::refuse_network_policy("the Pyodide sandbox", options.network_policy->access,
+                                  "its runtime has no network (only 'none')");
   if (options.max_frame_bytes < kMinFrameBytes) {
     throw SandboxStartError("max_frame_bytes must be at least " + std::to_string(kMinFrameBytes) +
                                 " bytes (a file chunk of 8 MiB plus its header)",
@@ -326,6 +332,7 @@ Capabilities PyodideSandbox::capabilities() const {
   c.expression_results = true;
   c.streaming_output = true;
   c.languages = {Language::kPython};
+  c.network_policies = {NetworkAccess::kNone};
   c.upload_dir = detail::kUploadDir;
   return c;
 }

@@ -460,10 +460,13 @@ TEST_CASE("bedrock hostile: session_name counts characters, not bytes, a session
   ScriptedAgentCore server([](const std::string&, const json&, int) {
     return std::optional(result_frame({{"content", json::array()}}));
   });
-  std::string hundred;
-  for (int i = 0; i < 100; ++i) hundred += "\xc3\xa9";  // é: 100 characters, 200 bytes
+  // The service's 100 characters hold the tag's prefix "ci.t." too (docs/backends/bedrock.md "Tags and session
+  // names"): 95 are left.
+  std::string longest;
+  for (int i = 0; i < 95; ++i) longest += "\xc3\xa9";  // é: 95 characters, 190 bytes
   auto options = server.options();
-  options.session_name = hundred;
+  options.tag = "t";
+  options.session_name = longest;
   auto sandbox = BedrockAgentCoreSandbox::create(options);
   sandbox->terminate();
 
@@ -477,10 +480,10 @@ TEST_CASE("bedrock hostile: session_name counts characters, not bytes, a session
       CHECK(std::string(e.what()) == message);
     }
   };
-  options.session_name = hundred + "\xc3\xa9";
-  refused(options, "session_name must be 1..100 characters of UTF-8");
+  options.session_name = longest + "\xc3\xa9";
+  refused(options, "session_name must be 1..95 characters of UTF-8 (the service's 100 less the tag's prefix ci.t.)");
   options.session_name = "name\xff";
-  refused(options, "session_name must be 1..100 characters of UTF-8");
+  refused(options, "session_name must be 1..95 characters of UTF-8 (the service's 100 less the tag's prefix ci.t.)");
   options.session_name.reset();
   options.additional_packages = {"numpy", "bad\xff"};
   refused(options, "additional_packages: a package name is empty, has a NUL byte or is not UTF-8");

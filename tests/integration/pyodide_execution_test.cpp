@@ -351,6 +351,7 @@ TEST_CASE("capabilities describe the Pyodide backend", "[execute]") {
   expected.expression_results = true;
   expected.streaming_output = true;
   expected.languages = {ci::Language::kPython};
+  expected.network_policies = {ci::NetworkAccess::kNone};
   expected.upload_dir = "/files";
   CHECK(sb->capabilities() == expected);
   CHECK(sb->language() == ci::Language::kPython);

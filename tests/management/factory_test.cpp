@@ -319,7 +319,9 @@ TEST_CASE("create_sandbox makes an E2B sandbox with the common lifetime, env and
   REQUIRE(listed.size() == 1);
   // Beside the library's own key (the token that finds a sandbox whose create was lost: docs/backends/e2b.md).
   CHECK(listed[0].at("metadata").at("run") == "factory-42");
-  CHECK(listed[0].at("metadata").size() == 2);
+  // ... and its tag, the process's when the configuration names none (management.hpp).
+  CHECK(listed[0].at("metadata").at(std::string(kTagMetadataKey)) == process_sandbox_tag());
+  CHECK(listed[0].at("metadata").size() == 3);
   CHECK(listed[0].at("sandboxID") == *sandbox->sandbox_id());
   sandbox->terminate();
 }

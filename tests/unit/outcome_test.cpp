@@ -147,7 +147,10 @@ TEST_CASE("the idempotency table: what runs code is sent once, reads are retried
     CHECK_FALSE(http::may_resend(op, never_written));
   }
   for (const auto op : {Operation::kE2BReadFile, Operation::kE2BConnect, Operation::kAgentCoreStart,
-                        Operation::kAgentCoreGetTask, Operation::kAgentCoreReadFiles, Operation::kAgentCoreMakeDir}) {
+                        Operation::kAgentCoreGetTask, Operation::kAgentCoreReadFiles, Operation::kAgentCoreMakeDir,
+                        Operation::kE2BListSandboxes, Operation::kE2BGetSandbox, Operation::kE2BKill,
+                        Operation::kE2BPause, Operation::kAgentCoreListSessions, Operation::kAgentCoreManageGetSession,
+                        Operation::kAgentCoreStop}) {
     INFO(http::rule(op).name);
     CHECK(http::for_operation(op).idempotent);
     CHECK(http::may_resend(op, written_then_broke));

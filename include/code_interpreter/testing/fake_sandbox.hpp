@@ -75,7 +75,7 @@ class FakeSandbox : public CodeInterpreterSandbox {
   using Handler = std::function<ExecutionResult(std::string_view code, const ExecuteOptions& options)>;
 
   /// What PyodideSandbox reports (stateful, file download, filesystem, packages, interrupt, expression results;
-  /// Python; "/files"), except streaming_output: the fake delivers a scripted result's lines once its handler returns.
+  /// Python; network policy none only; "/files"), except streaming_output: the fake delivers a scripted result's lines once its handler returns.
   static Capabilities pyodide_like_capabilities() {
     Capabilities c;
     c.stateful = true;
@@ -85,6 +85,7 @@ class FakeSandbox : public CodeInterpreterSandbox {
     c.interrupt = true;
     c.expression_results = true;
     c.languages = {Language::kPython};
+    c.network_policies = {NetworkAccess::kNone};  // as Pyodide: no network, and only that policy accepted
     c.upload_dir = "/files";
     return c;
   }

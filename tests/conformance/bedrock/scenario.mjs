@@ -446,6 +446,19 @@ await check('List pagination with nextToken visits every session once', async ()
   for (const x of ids) await stop(cA, x);
   assert.deepEqual(await alive(A), []);
 });
+await check('a tagged session name (ci.<tag>.<name>, 100 characters in all) round-trips through Start, Get and List', async () => {
+  // The library's tag encoding (docs/backends/bedrock.md "Tags and session names") as the official client sends it.
+  const name = 'ci.A.' + 'n'.repeat(95);
+  const a = await start(cA, { name });
+  knownSessionIds.add(a.sessionId);
+  assert.equal((await get(cA, a.sessionId)).name, name);
+  const listed = await list(cA, { status: 'READY', maxResults: 100 });
+  assert.deepEqual(listed.items.filter((i) => i.name === name).map((i) => i.sessionId), [a.sessionId]);
+  await rejects(start(cA, { name: name + 'x' }), 'ValidationException', 400);
+  await stop(cA, a.sessionId);
+  await rejects(stop(cA, a.sessionId), 'ResourceNotFoundException', 404);
+  assert.deepEqual(await alive(A), []);
+});
 await check('Invoke validation: unknown tool, bad language, missing code', async () => {
   const s = (await start(cA)).sessionId;
   knownSessionIds.add(s);

@@ -309,6 +309,75 @@ try {
     await rejects(Sandbox.connect('doesnotexist00000000'), (e) => assert.ok(e instanceof SandboxNotFoundError));
   });
 
+  await check('Sandbox.list pages with limit and nextToken, and the state filter', async () => {
+    const made = [];
+    try {
+      for (let i = 0; i < 3; i++) made.push(await Sandbox.create({ metadata: { suite: 'paging' } }));
+      const paginator = Sandbox.list({ query: { metadata: { suite: 'paging' } }, limit: 2 });
+      const first = await paginator.nextItems();
+      assert.equal(first.length, 2);
+      assert.equal(paginator.hasNext, true);
+      const second = await paginator.nextItems();
+      assert.equal(second.length, 1);
+      assert.equal(paginator.hasNext, false);
+      assert.deepEqual([...first, ...second].map((s) => s.sandboxId).sort(), made.map((s) => s.sandboxId).sort());
+      const listed = (await requests()).filter((r) => r.method === 'GET' && r.path.startsWith('/v2/sandboxes?'));
+      assert.ok(listed.some((r) => /[?&]limit=2(&|$)/.test(r.path) && /[?&]nextToken=/.test(r.path)), 'a page sent limit and nextToken');
+      // state filter: a paused sandbox is listed only when paused ones are asked for
+      assert.equal(await Sandbox.pause(made[0].sandboxId), true);
+      const running = await Sandbox.list({ query: { metadata: { suite: 'paging' }, state: ['running'] } }).nextItems();
+      assert.deepEqual(running.map((s) => s.sandboxId).sort(), [made[1].sandboxId, made[2].sandboxId].sort());
+      const paused = await Sandbox.list({ query: { metadata: { suite: 'paging' }, state: ['paused'] } }).nextItems();
+      assert.deepEqual(paused.map((s) => [s.sandboxId, s.state]), [[made[0].sandboxId, 'paused']]);
+    } finally {
+      for (const m of made) await Sandbox.kill(m.sandboxId);
+    }
+  });
+
+  await check('Sandbox.kill answers true, then false for a gone sandbox', async () => {
+    const other = await Sandbox.create({ metadata: { suite: 'kill' } });
+    assert.equal(await Sandbox.kill(other.sandboxId), true);
+    assert.equal(await Sandbox.kill(other.sandboxId), false);
+    assert.ok(!(await alive()).includes(other.sandboxId));
+  });
+
+  await check('pause: true, then false when paused; a paused sandbox is unreachable; connect resumes it (201)', async () => {
+    const other = await Sandbox.create({ metadata: { suite: 'pause' } });
+    try {
+      assert.equal((await other.runCode('y = 7')).error, undefined);
+      assert.equal(await other.pause(), true);
+      assert.equal(await Sandbox.pause(other.sandboxId), false);
+      assert.equal((await other.getInfo()).state, 'paused');
+      assert.equal(await other.isRunning(), false);
+      await rejects(Sandbox.pause('doesnotexist00000000'), (e) => assert.ok(e instanceof SandboxNotFoundError));
+      const resumed = await Sandbox.connect(other.sandboxId);
+      const connects = (await requests()).filter((r) => r.method === 'POST' && r.path === `/v2/sandboxes/${other.sandboxId}/connect`);
+      assert.equal(connects.at(-1).status, 201);
+      assert.equal((await resumed.getInfo()).state, 'running');
+      assert.equal(await resumed.isRunning(), true);
+    } finally {
+      await Sandbox.kill(other.sandboxId);
+    }
+  });
+
+  await check('create with allowInternetAccess:false and with network allowOut/denyOut: the server stores exactly those', async () => {
+    const closed = await Sandbox.create({ allowInternetAccess: false });
+    const listed = await Sandbox.create({ network: { allowOut: ['pypi.org', '10.0.0.0/8'], denyOut: [e2b.ALL_TRAFFIC] } });
+    try {
+      // SandboxDetail as the server keeps it (getInfo() does not return the network fields)
+      const detail = async (id) => (await (await fetch(`${API}/sandboxes/${id}`, { headers: { 'X-API-Key': API_KEY } })).json());
+      const da = await detail(closed.sandboxId);
+      assert.equal(da.allowInternetAccess, false);
+      assert.equal(da.network, null);
+      const db = await detail(listed.sandboxId);
+      assert.equal(db.allowInternetAccess, null);
+      assert.deepEqual(db.network, { allowOut: ['pypi.org', '10.0.0.0/8'], denyOut: ['0.0.0.0/0'] });
+    } finally {
+      await Sandbox.kill(closed.sandboxId);
+      await Sandbox.kill(listed.sandboxId);
+    }
+  });
+
   await check('wrong API key → AuthenticationError', async () => {
     await rejects(Sandbox.create({ apiKey: 'e2b_' + '1'.repeat(40) }), (e) => {
       assert.ok(e instanceof AuthenticationError);

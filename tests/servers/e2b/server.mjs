@@ -363,8 +363,14 @@ class Out {
 // ------------------------------------------------------------------------------------------ sandboxes
 
 class Sandbox {
-  constructor({ templateID, alias, metadata, envVars, timeoutS }) {
+  constructor({ templateID, alias, metadata, envVars, timeoutS, allowInternetAccess, network }) {
     this.id = randomId(20);
+    // docs/protocols/e2b.md "Pause and resume": running or paused; a paused sandbox's surfaces answer as a gone one.
+    this.state = 'running';
+    // As the create sent them (null when absent), so tests can see what arrived. This server runs code on its own
+    // host and cannot enforce either (docs/backends.md "Network policy").
+    this.allowInternetAccess = allowInternetAccess ?? null;
+    this.network = network ?? null;
     this.templateID = templateID;
     this.alias = alias;
     this.metadata = metadata;
@@ -536,7 +542,7 @@ function listedJson(sb) {
     memoryMB: 512,
     diskSizeMB: 1024,
     metadata: sb.metadata,
-    state: 'running',
+    state: sb.state,
     envdVersion: ENVD_VERSION,
   };
 }
@@ -546,7 +552,8 @@ function detailJson(sb) {
   return {
     ...listedJson(sb),
     envdAccessToken: sb.accessToken,
-    allowInternetAccess: null,
+    allowInternetAccess: sb.allowInternetAccess,
+    network: sb.network,
     domain: null,
     lifecycle: { autoResume: false, onTimeout: 'kill' },
   };
@@ -586,6 +593,22 @@ function handleCreate(body, v2) {
   if (!isStringMap(req.metadata) || !isStringMap(req.envVars)) {
     return apiError(400, 'Error when parsing request: metadata and envVars must map strings to strings');
   }
+  // docs/protocols/e2b.md "Network fields of a create": allow_internet_access (snake_case) is a boolean; network is
+  // an object whose allowOut / denyOut are arrays of strings and allowPublicTraffic a boolean.
+  if (req.allow_internet_access !== undefined && req.allow_internet_access !== null && typeof req.allow_internet_access !== 'boolean') {
+    return apiError(400, 'Error when parsing request: allow_internet_access must be a boolean');
+  }
+  let network = null;
+  if (req.network !== undefined && req.network !== null) {
+    const n = req.network;
+    const strings = (v) => v === undefined || (Array.isArray(v) && v.every((x) => typeof x === 'string'));
+    if (typeof n !== 'object' || Array.isArray(n) || !strings(n.allowOut) || !strings(n.denyOut) ||
+        (n.allowPublicTraffic !== undefined && typeof n.allowPublicTraffic !== 'boolean')) {
+      return apiError(400, 'Error when parsing request: network must be an object with allowOut and denyOut arrays of strings');
+    }
+    network = {};
+    for (const k of ['allowOut', 'denyOut', 'allowPublicTraffic']) if (n[k] !== undefined) network[k] = n[k];
+  }
   let alias = req.templateID;
   let templateID = TEMPLATES[req.templateID];
   if (!templateID) {
@@ -600,6 +623,7 @@ function handleCreate(body, v2) {
   if (timeoutS > MAX_TIMEOUT_S) return apiError(400, 'Timeout cannot be greater than 24 hours');
   const sb = new Sandbox({
     templateID, alias, metadata: req.metadata || {}, envVars: req.envVars || {}, timeoutS,
+    allowInternetAccess: req.allow_internet_access, network,
   });
   sandboxes.set(sb.id, sb);
   if (!BENCH) log(`sandbox ${sb.id} created (template ${alias}, ${timeoutS} s)`);
@@ -623,7 +647,7 @@ function handleList(url, v2) {
     limit = Number(q.get('limit'));
     if (!Number.isInteger(limit) || limit < 1 || limit > 100) return apiError(400, 'limit must be between 1 and 100');
   }
-  let list = [...sandboxes.values()].filter((sb) => states.includes('running'))
+  let list = [...sandboxes.values()].filter((sb) => states.includes(sb.state))
     .filter((sb) => Object.entries(filter).every(([k, v]) => sb.metadata[k] === v));
   if (v2 && q.get('template')) list = list.filter((sb) => sb.alias === q.get('template') || sb.templateID === q.get('template'));
   list.sort((a, b) => b.startedAt - a.startedAt || (a.id < b.id ? -1 : 1));
@@ -661,6 +685,30 @@ function handleApi(req, url, body) {
     }
     return apiError(405, 'Method not allowed');
   }
+  mm = /^\/sandboxes\/([^/]+)\/pause$/.exec(p);
+  if (mm && m === 'POST') {
+    // docs/protocols/e2b.md "Pause and resume": 204 paused; 409 already paused; 404 unknown. The body is optional.
+    if (body.length > 0) {
+      let t;
+      try {
+        t = parseJsonBody(body);
+      } catch (e) {
+        return apiError(400, `Error when parsing request: ${e.message}`);
+      }
+      if (!t || typeof t !== 'object' || (t.memory !== undefined && typeof t.memory !== 'boolean')) {
+        return apiError(400, 'Error when parsing request: memory must be a boolean');
+      }
+    }
+    const sb = sandboxes.get(mm[1]);
+    if (!sb) return notFoundSandbox(mm[1]);
+    if (sb.state === 'paused') return apiError(409, `Sandbox '${sb.id}' cannot be paused while in 'paused' state`);
+    sb.state = 'paused';
+    if (sb.timer) clearTimeout(sb.timer); // a paused sandbox's lease does not run
+    sb.timer = null;
+    for (const sock of sb.sockets) sock.destroy(); // what was running is frozen: its connections end
+    log(`sandbox ${sb.id} paused`);
+    return { status: 204, headers: {}, body: '' };
+  }
   mm = /^\/sandboxes\/([^/]+)\/timeout$/.exec(p);
   if (mm && m === 'POST') {
     let t;
@@ -693,13 +741,19 @@ function handleApi(req, url, body) {
     if (!Number.isInteger(timeoutS) || timeoutS < 0) return apiError(400, 'Error when parsing request: timeout must be a non-negative integer');
     const sb = sandboxes.get(mm[2]);
     if (!sb) return notFoundSandbox(mm[2]);
-    // docs/protocols/e2b.md "Control plane": connect only extends the lease.
+    // docs/protocols/e2b.md "Control plane": connect only extends the lease; it resumes a paused sandbox (201).
     const want = Date.now() + timeoutS * 1000;
-    if (want > sb.endAt.getTime()) {
+    const resumed = sb.state === 'paused';
+    if (resumed) {
+      sb.state = 'running';
+      sb.endAt = new Date(want);
+      sb.armTimer();
+      log(`sandbox ${sb.id} resumed`);
+    } else if (want > sb.endAt.getTime()) {
       sb.endAt = new Date(want);
       sb.armTimer();
     }
-    return { status: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(sandboxJson(sb)) };
+    return { status: resumed ? 201 : 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(sandboxJson(sb)) };
   }
   return apiError(404, 'Not found');
 }
@@ -1621,7 +1675,8 @@ async function sandboxRequest(req, res) {
   }
   if (await preFault(fault, req, res, entry, id, surface)) return;
   const sb = sandboxes.get(id);
-  if (!sb) {
+  // A paused sandbox is not reachable: the proxy answers as for a gone one (docs/protocols/e2b.md "Pause and resume").
+  if (!sb || sb.state === 'paused') {
     const r = sandboxNotFound(id);
     entry.status = 502;
     return sendRaw(res, r.status, r.headers, r.body);

@@ -1,4 +1,6 @@
-# Runs examples/run_code as a user would and checks its output and exit status exactly.
+# Runs `code-interpreter run` as a user would and checks its output and exit status exactly (the former
+# examples/run_code tests, every assertion kept).
+set(RUN_CODE ${CLI} run)
 function(expect name expected_rc expected_out)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
     INPUT_FILE ${STDIN_FILE})
@@ -43,16 +45,16 @@ expect("missing value" 64 "" ${RUN_CODE} -c)
 expect("directory as file" 64 "" ${RUN_CODE} ${WORK_DIR})
 
 # --config: a JSON configuration read by the factory (docs/backends.md); a refused one is bad usage.
-file(WRITE ${WORK_DIR}/run_code_config.json "{\"backend\": \"pyodide\", \"language\": \"python\"}\n")
-expect("config" 0 "6\n" ${RUN_CODE} --config ${WORK_DIR}/run_code_config.json -c "print(2 * 3)")
-file(WRITE ${WORK_DIR}/run_code_unsupported.json "{\"lifetime_seconds\": 60}\n")
-expect("config unsupported" 64 "" ${RUN_CODE} --config ${WORK_DIR}/run_code_unsupported.json -c "1")
+file(WRITE ${WORK_DIR}/run_config.json "{\"backend\": \"pyodide\", \"language\": \"python\"}\n")
+expect("config" 0 "6\n" ${RUN_CODE} --config ${WORK_DIR}/run_config.json -c "print(2 * 3)")
+file(WRITE ${WORK_DIR}/run_unsupported.json "{\"lifetime_seconds\": 60}\n")
+expect("config unsupported" 64 "" ${RUN_CODE} --config ${WORK_DIR}/run_unsupported.json -c "1")
 if(NOT last_err MATCHES "configuration: the backend pyodide cannot honour 'lifetime_seconds'")
   message(FATAL_ERROR "config unsupported: stderr was\n${last_err}")
 endif()
 expect("config missing" 64 "" ${RUN_CODE} --config ${WORK_DIR}/no_such_config.json -c "1")
-file(WRITE ${WORK_DIR}/run_code_e2b.json "{\"backend\": \"e2b\", \"e2b\": {\"template\": \"x\"}}\n")
-expect("config and another backend" 64 "" ${RUN_CODE} --config ${WORK_DIR}/run_code_e2b.json --backend pyodide -c "1")
+file(WRITE ${WORK_DIR}/run_e2b.json "{\"backend\": \"e2b\", \"e2b\": {\"template\": \"x\"}}\n")
+expect("config and another backend" 64 "" ${RUN_CODE} --config ${WORK_DIR}/run_e2b.json --backend pyodide -c "1")
 if(NOT last_err MATCHES "--backend pyodide differs from the configuration's backend e2b")
   message(FATAL_ERROR "config and another backend: stderr was\n${last_err}")
 endif()
