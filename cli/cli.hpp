@@ -86,5 +86,6 @@ int backends_command(std::span<const std::string> args);
 int list_command(std::span<const std::string> args);
 int kill_command(std::span<const std::string> args);
 int sweep_command(std::span<const std::string> args);
+int packages_command(std::span<const std::string> args);
 
 }  // namespace cli

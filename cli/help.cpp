@@ -19,6 +19,7 @@ subcommands:
   list      the live sandboxes of a backend
   kill      kills sandboxes by id
   sweep     kills every live sandbox carrying a tag
+  packages  the local sandbox's packages: fetch them, list what is present
   help      the help of a subcommand
 
 'code-interpreter help SUBCOMMAND' describes one.
@@ -115,14 +116,34 @@ exit status: 0, 1 one or more could not be killed, 4 the backend's manager could
 failed, 64 bad usage (an invalid tag included), 70 internal error
 )";
 
+constexpr std::string_view kPackagesHelp = R"(usage: code-interpreter packages fetch [--dir DIR] [--lock FILE] [--runtime DIR] [--base-url URL] NAME...
+       code-interpreter packages list [--dir DIR] [--lock FILE] [--runtime DIR] [NAME...]
+
+The packages of the local (Pyodide) sandbox: NAME and its dependencies, as the runtime's pyodide-lock.json
+gives them (every package of the lock when list is given no NAME). fetch downloads each file the package
+directory lacks from Pyodide's release location, resumes a file cut short, checks it against the lock's
+SHA-256 and only then puts it in place; a file that does not match is deleted. list prints one line per
+package, tab-separated: name, version, present, missing or mismatch, file. fetch prints the same lines once
+done. Progress is shown on stderr when it is a terminal.
+
+  --dir DIR       the package directory (default: packages-<Pyodide version> in
+                  $XDG_CACHE_HOME/code_interpreter/pyodide, else ~/.cache/code_interpreter/pyodide)
+  --lock FILE     a lock in pyodide-lock.json's format instead of the runtime's own
+  --runtime DIR   the runtime whose lock is read (default: the one installed with the library)
+  --base-url URL  where the files are, ending in '/' (default: https://cdn.jsdelivr.net/pyodide/v<version>/full/)
+
+exit status: 0 every package present, 1 a fetch failed or list found a package missing or mismatched,
+64 bad usage (an unknown or invalid name included), 70 internal error
+)";
+
 constexpr std::string_view kHelpHelp = R"(usage: code-interpreter help [SUBCOMMAND]
 
-Prints the help of SUBCOMMAND (run, repl, backends, list, kill, sweep, help), or of the tool.
+Prints the help of SUBCOMMAND (run, repl, backends, list, kill, sweep, packages, help), or of the tool.
 
 exit status: 0, 64 an unknown subcommand
 )";
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kHelps{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kHelps{{
     {"", kToolHelp},
     {"run", kRunHelp},
     {"repl", kReplHelp},
@@ -130,6 +151,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kHelps{{
     {"list", kListHelp},
     {"kill", kKillHelp},
     {"sweep", kSweepHelp},
+    {"packages", kPackagesHelp},
     {"help", kHelpHelp},
 }};
 

@@ -6,7 +6,7 @@ _code_interpreter() {
   COMPREPLY=()
   cur="${COMP_WORDS[COMP_CWORD]}"
   prev="${COMP_WORDS[COMP_CWORD-1]}"
-  local subcommands="run repl backends list kill sweep help"
+  local subcommands="run repl backends list kill sweep packages help"
 
   subcommand=""
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -32,8 +32,13 @@ _code_interpreter() {
         *) COMPREPLY=($(compgen -W "pyodide e2b bedrock" -- "$cur")) ;;
       esac
       return 0 ;;
-    --config|--examples)
+    --config|--examples|--lock)
       COMPREPLY=($(compgen -f -- "$cur"))
+      return 0 ;;
+    --dir|--runtime)
+      COMPREPLY=($(compgen -d -- "$cur"))
+      return 0 ;;
+    --base-url)
       return 0 ;;
     --template|--interpreter|--timeout|--tag|-c)
       return 0 ;;   # a value of the user's own
@@ -46,6 +51,13 @@ _code_interpreter() {
     backends) options="--help" ;;
     list) options="--config --backend --tag --help" ;;
     kill|sweep) options="--config --backend --help" ;;
+    packages)
+      if [[ $COMP_CWORD -eq $((i + 1)) ]]; then
+        COMPREPLY=($(compgen -W "fetch list" -- "$cur"))
+        return 0
+      fi
+      options="--dir --lock --runtime --help"
+      [[ "${COMP_WORDS[i+1]}" == fetch ]] && options="--dir --lock --runtime --base-url --help" ;;
     help)
       if [[ $COMP_CWORD -eq $((i + 1)) ]]; then
         COMPREPLY=($(compgen -W "$subcommands" -- "$cur"))

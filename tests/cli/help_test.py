@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 CLI, DOCS, VERSION = sys.argv[1], sys.argv[2], sys.argv[3]
-SUBCOMMANDS = ["run", "repl", "backends", "list", "kill", "sweep", "help"]
+SUBCOMMANDS = ["run", "repl", "backends", "list", "kill", "sweep", "packages", "help"]
 failures = []
 
 
@@ -76,6 +76,18 @@ check("repl: an unknown backend", run("repl", "--backend", "nowhere"),
        + usage_of("repl")))
 check("backends: an operand", run("backends", "extra"),
       (64, "", "code-interpreter: backends takes no argument\n" + usage_of("backends")))
+check("packages: no command", run("packages"),
+      (64, "", "code-interpreter: packages needs fetch or list\n" + usage_of("packages")))
+check("packages: an unknown command", run("packages", "frob"),
+      (64, "", "code-interpreter: unknown packages command 'frob' (fetch or list)\n" + usage_of("packages")))
+check("packages fetch: no name", run("packages", "fetch", "--dir", "/nonexistent"),
+      (64, "", "code-interpreter: fetch needs at least one package name\n" + usage_of("packages")))
+check("packages fetch: --base-url without a value", run("packages", "fetch", "numpy", "--base-url"),
+      (64, "", "code-interpreter: --base-url needs a value\n" + usage_of("packages")))
+check("packages list: --base-url is fetch's only", run("packages", "list", "--base-url", "http://x/"),
+      (64, "", "code-interpreter: unknown option --base-url\n" + usage_of("packages")))
+check("packages list: an invalid name", run("packages", "list", "--dir", "/nonexistent", "../x"),
+      (64, "", "code-interpreter: '../x' is not a valid package name\n" + usage_of("packages")))
 
 if failures:
     print(f"{len(failures)} failed")
