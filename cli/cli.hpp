@@ -77,6 +77,13 @@ bool parse_sandbox_flag(std::string_view subcommand, std::span<const std::string
 /// Writes `text` to `stream` at once (the program's output streams as produced).
 void write_stream(std::FILE* stream, std::string_view text);
 
+/// Prints what a run ended with, as Python's REPL shows it, and returns run's exit status for it (0 SUCCESS, 1
+/// ERROR, 2 TIMEOUT, 3 UNKNOWN). stdout: each display's text/plain, then the last expression's value. stderr: the
+/// error with its traceback (not when it is the program's own stderr, already streamed), except a SystemExit,
+/// which prints only its message when it has one (sys.exit("why")), as Python does; the TIMEOUT or UNKNOWN note.
+/// With `interrupted`, a cancelled run prints "KeyboardInterrupt" (the REPL's Ctrl-C).
+int report_result(const ci::ExecutionResult& result, bool interrupted);
+
 /// Terminates a sandbox before exiting; a failure is reported, never thrown.
 void terminate_sandbox(ci::CodeInterpreterSandbox& sandbox);
 

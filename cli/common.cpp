@@ -152,4 +152,52 @@ void terminate_sandbox(ci::CodeInterpreterSandbox& sandbox) {
   }
 }
 
+namespace {
+
+// sys.exit(3) and sys.exit() print nothing; sys.exit("why") prints "why" (CPython's handling of SystemExit).
+bool is_exit_status(const std::string& value) {
+  if (value.empty() || value == "None") return true;
+  std::size_t i = value[0] == '-' ? 1 : 0;
+  if (i == value.size()) return false;
+  for (; i < value.size(); ++i)
+    if (value[i] < '0' || value[i] > '9') return false;
+  return true;
+}
+
+}  // namespace
+
+int report_result(const ci::ExecutionResult& result, bool interrupted) {
+  for (const auto& rich : result.results) {
+    if (const auto text = rich.data.find("text/plain"); text != rich.data.end())
+      write_stream(stdout, text->second + "\n");
+  }
+  switch (result.status) {
+    case ci::ExecutionStatus::kSuccess:
+      return kExitOk;
+    case ci::ExecutionStatus::kError:
+      if (result.code_error && result.code_error->name == "SystemExit") {
+        if (!is_exit_status(result.code_error->value)) write_stream(stderr, result.code_error->value + "\n");
+      } else if (result.error != result.stderr_text) {
+        // Where a backend's error is the program's stderr (Bedrock), that was already streamed.
+        write_stream(stderr, result.error + "\n");
+      }
+      return kExitError;
+    case ci::ExecutionStatus::kTimeout:
+      write_stream(stderr, "code-interpreter: TIMEOUT (" +
+                               std::string(result.timeout_kind ? ci::to_string(*result.timeout_kind) : "?") +
+                               "): " + result.error + "\n");
+      return kExitTimeout;
+    case ci::ExecutionStatus::kUnknown:
+      // Ctrl-C: on Pyodide the cell got KeyboardInterrupt and the state is kept (state_lost says otherwise).
+      if (interrupted && result.failure && result.failure->exception_type == "cancelled") {
+        write_stream(stderr, "KeyboardInterrupt\n");
+        return kExitUnknown;
+      }
+      write_stream(stderr, "code-interpreter: UNKNOWN (" + (result.failure ? result.failure->exception_type : "") +
+                               "): " + result.error + "\n");
+      return kExitUnknown;
+  }
+  return kExitUnknown;
+}
+
 }  // namespace cli

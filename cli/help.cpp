@@ -29,9 +29,10 @@ exit status: 64 bad usage (an unknown subcommand or option, a missing value); ea
 constexpr std::string_view kRunHelp = R"(usage: code-interpreter run [--config FILE.json] [--backend pyodide|e2b|bedrock] [--template NAME]
                             [--interpreter ID] [--timeout SECONDS] (-c CODE | FILE | -)
 
-Runs one Python program in a fresh sandbox and streams its stdout and stderr as they are produced; the tool's
-own messages (an error, a traceback, a timeout) go to stderr only. The sandbox is terminated before the tool
-exits, whatever the outcome.
+Runs one Python program in a fresh sandbox and streams its stdout and stderr as they are produced, then prints
+the text of each displayed object and the value of a final expression, as Python's REPL does. The tool's own
+messages (an error, a traceback, a timeout) go to stderr only; sys.exit(n) prints nothing, sys.exit("why")
+prints its message. The sandbox is terminated before the tool exits, whatever the outcome.
 
   --config FILE.json  a sandbox configuration (docs/backends.md); --template and --interpreter override
                       what it says; --backend must name the same backend

@@ -260,7 +260,9 @@ class Session {
     options.on_stdout = [](std::string_view text) { write_stream(stdout, text); };
     options.on_stderr = [](std::string_view text) { write_stream(stderr, text); };
     const ci::ExecutionResult result = interruptible(stop, [&] { return sandbox_->execute_code(code, options); });
-    report(result, stop.stop_requested());
+    (void)report_result(result, stop.stop_requested());
+    if (result.state_lost)
+      write_stream(stderr, "code-interpreter: the sandbox's state was lost: the next input starts afresh\n");
   }
 
   // Starts (or restarts) the sandbox; Ctrl-C meanwhile cancels the start through SandboxConfig::cancel, so a cloud
@@ -270,39 +272,6 @@ class Session {
     ci::SandboxConfig config = config_;
     config.cancel = stop.get_token();
     return interruptible(stop, [&] { return start_sandbox("repl", config); });
-  }
-
-  static void report(const ci::ExecutionResult& result, bool interrupted) {
-    switch (result.status) {
-      case ci::ExecutionStatus::kSuccess:
-        for (const auto& rich : result.results) {
-          if (!rich.is_main_result) continue;
-          if (const auto text = rich.data.find("text/plain"); text != rich.data.end())
-            write_stream(stdout, text->second + "\n");
-        }
-        break;
-      case ci::ExecutionStatus::kError:
-        // Where a backend's error is the program's stderr (Bedrock), that was already streamed.
-        if (result.error != result.stderr_text) write_stream(stderr, result.error + "\n");
-        break;
-      case ci::ExecutionStatus::kTimeout:
-        write_stream(stderr, "code-interpreter: TIMEOUT (" +
-                                 std::string(result.timeout_kind ? ci::to_string(*result.timeout_kind) : "?") +
-                                 "): " + result.error + "\n");
-        break;
-      case ci::ExecutionStatus::kUnknown:
-        // Ctrl-C: on Pyodide the cell got KeyboardInterrupt and the state is kept (state_lost says otherwise).
-        if (interrupted && result.failure && result.failure->exception_type == "cancelled") {
-          write_stream(stderr, "KeyboardInterrupt\n");
-          break;
-        }
-        write_stream(stderr, "code-interpreter: UNKNOWN (" +
-                                 (result.failure ? result.failure->exception_type : "") + "): " + result.error +
-                                 "\n");
-        break;
-    }
-    if (result.state_lost)
-      write_stream(stderr, "code-interpreter: the sandbox's state was lost: the next input starts afresh\n");
   }
 
   ci::SandboxConfig config_;

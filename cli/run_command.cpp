@@ -60,28 +60,7 @@ int run_command(std::span<const std::string> args) {
   options.on_stderr = [](std::string_view line) { write_stream(stderr, line); };
   const ci::ExecutionResult result = sandbox->execute_code(*code, options);
 
-  int status = kExitUnknown;
-  switch (result.status) {
-    case ci::ExecutionStatus::kSuccess:
-      status = kExitOk;
-      break;
-    case ci::ExecutionStatus::kError:
-      // Where a backend's error is the program's stderr (Bedrock), that was already streamed.
-      if (result.error != result.stderr_text) std::cerr << result.error << "\n";
-      status = kExitError;
-      break;
-    case ci::ExecutionStatus::kTimeout:
-      std::cerr << "code-interpreter: TIMEOUT ("
-                << (result.timeout_kind ? ci::to_string(*result.timeout_kind) : std::string_view("?"))
-                << "): " << result.error << "\n";
-      status = kExitTimeout;
-      break;
-    case ci::ExecutionStatus::kUnknown:
-      std::cerr << "code-interpreter: UNKNOWN (" << (result.failure ? result.failure->exception_type : "")
-                << "): " << result.error << "\n";
-      status = kExitUnknown;
-      break;
-  }
+  const int status = report_result(result, false);
   // A failure to terminate is reported but does not change the exit status, which describes the program's run.
   terminate_sandbox(*sandbox);
   return status;

@@ -25,6 +25,18 @@ if(NOT last_err MATCHES "ZeroDivisionError: division by zero")
 endif()
 
 expect("sys.exit" 1 "" ${RUN_CODE} -c "import sys\nsys.exit(5)")
+# A SystemExit is no error to show: no traceback, only a message when it carries one (as CPython prints it).
+if(NOT last_err STREQUAL "")
+  message(FATAL_ERROR "sys.exit: stderr should be empty, was\n${last_err}")
+endif()
+expect("sys.exit with a message" 1 "" ${RUN_CODE} -c "import sys\nsys.exit('bye now')")
+if(NOT last_err STREQUAL "bye now\n")
+  message(FATAL_ERROR "sys.exit with a message: stderr should be the message, was\n${last_err}")
+endif()
+# The last expression's value and each display are printed, as Python's REPL shows them; rich results arrive with
+# the run's answer, so they follow the output the run streamed.
+expect("last expression" 0 "42\n" ${RUN_CODE} -c "6 * 7")
+expect("display then value" 0 "between\n'shown'\n[1, 2]\n" ${RUN_CODE} -c "display('shown')\nprint('between')\n[1, 2]")
 expect("timeout" 2 "" ${RUN_CODE} --timeout 1 -c "while True: pass")
 if(NOT last_err MATCHES "TIMEOUT \\(execution\\)")
   message(FATAL_ERROR "timeout: no TIMEOUT line on stderr: ${last_err}")
