@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "code_interpreter/code_interpreter.hpp"
+#include "../support/scoped_env.hpp"
 
 namespace ci = code_interpreter;
 using namespace std::chrono_literals;
@@ -109,45 +110,6 @@ inline void write_text(const std::filesystem::path& p, const std::string& text) 
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out << text;
 }
-
-// A fresh directory under /tmp, removed with everything in it at the end of the scope.
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/ci-test-XXXXXX";
-    path_ = ::mkdtemp(pattern);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
-// Sets (or, with nullopt, unsets) an environment variable for one scope, restoring it afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // A private copy of the built runtime that a test may alter. Large files are hard-linked, not copied.
 class RuntimeCopy {

@@ -12,6 +12,7 @@
 #include "code_interpreter/code_interpreter.hpp"
 #include "e2b_test_support.hpp"
 #include "http/http_client.hpp"
+#include "../support/scoped_env.hpp"
 
 using namespace code_interpreter;
 using code_interpreter::test::BedrockServer;
@@ -34,25 +35,7 @@ void check_refused(std::string_view json, ErrorKind kind, std::string_view messa
   }
 }
 
-// Sets (or, with nullopt, unsets) an environment variable for one scope, restoring it afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test_support::ScopedEnv;
 
 BackendStatus status_of(const std::vector<BackendStatus>& all, std::string_view name) {
   for (const auto& s : all)

@@ -362,7 +362,10 @@ class _PyplotHook(_importlib_abc.MetaPathFinder):
 _os.environ.setdefault("MPLBACKEND", "Agg")
 _sys.meta_path.insert(0, _PyplotHook())
 _sys.meta_path.append(_IPythonShim())
-_user_globals["display"] = display
+# A built-in, as IPython makes it: the user's globals stay the user's own.
+import builtins as _builtins
+
+_builtins.display = display
 
 
 async def run(code, env_json, cell=True):
