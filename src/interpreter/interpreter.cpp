@@ -199,8 +199,8 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
       {kToolName, interpreter::tool_description(facts), interpreter::tool_parameters(facts.language)}};
 
   InterpreterResult result;
-  result.messages.push_back({ChatRole::kSystem, interpreter::system_prompt(facts, options_.instructions), {}, {}, false});
-  result.messages.push_back({ChatRole::kUser, std::string(request), {}, {}, false});
+  result.messages.push_back({ChatRole::kSystem, interpreter::system_prompt(facts, options_.instructions), {}, {}, false, {}});
+  result.messages.push_back({ChatRole::kUser, std::string(request), {}, {}, false, {}});
 
   LoopStop stop(std::move(cancel), options_.timeout);
   // The files go with an execution; they are owed again until one ran, and after the sandbox lost its state.
@@ -239,7 +239,7 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
     }
     result.turns = turn;
     result.usage += response.usage;
-    result.messages.push_back({ChatRole::kAssistant, response.text, response.tool_calls, {}, false});
+    result.messages.push_back({ChatRole::kAssistant, response.text, response.tool_calls, {}, false, {}});
 
     if (response.tool_calls.empty()) {
       result.stop_reason = StopReason::kAnswered;
@@ -255,7 +255,7 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
 
     std::size_t position = 0;
     for (const auto& call : response.tool_calls) {
-      ChatMessage answer{ChatRole::kTool, {}, {}, call.id, true};
+      ChatMessage answer{ChatRole::kTool, {}, {}, call.id, true, {}};
       std::optional<std::string> code;
       if (position++ >= static_cast<std::size_t>(options_.max_tool_calls_per_turn)) {
         answer.content = fmt::format("[not run: at most {} tool calls are run per turn. Nothing was run.]",
