@@ -50,7 +50,7 @@ ci::SandboxConfig build_config(std::string_view subcommand, const SandboxFlags& 
   }
   // The document's sections were checked against its own backend: another one would leave them unread.
   if (flags.backend && flags.config_file && *flags.backend != config.backend)
-    throw UsageError(subcommand, "--backend " + *flags.backend + " differs from the configuration's backend " +
+    throw UsageError(subcommand, "--backend " + shown(*flags.backend) + " differs from the configuration's backend " +
                                      config.backend);
   if (flags.backend) config.backend = *flags.backend;
   if (flags.template_id && config.backend != "e2b")
@@ -156,7 +156,8 @@ namespace {
 
 // sys.exit(3) and sys.exit() print nothing; sys.exit("why") prints "why" (CPython's handling of SystemExit).
 bool is_exit_status(const std::string& value) {
-  if (value.empty() || value == "None") return true;
+  // sys.exit(True) exits 1 and prints nothing; a string "True" cannot be told from it by its text.
+  if (value.empty() || value == "None" || value == "True" || value == "False") return true;
   std::size_t i = value[0] == '-' ? 1 : 0;
   if (i == value.size()) return false;
   for (; i < value.size(); ++i)

@@ -117,6 +117,8 @@ int kill_command(std::span<const std::string> args) {
         status = std::max(status, static_cast<int>(kExitError));
       }
     } catch (const ci::CodeInterpreterError& e) {
+      // An id that is no id at all is the caller's mistake, not the service's (docs/cli.md: 64).
+      if (e.kind() == ci::ErrorKind::kInvalidArgument) throw UsageError(kName, std::string(e.what()) + ": " + shown(id));
       status = management_failed(e);  // and go on with the other ids
     }
   }

@@ -66,7 +66,7 @@ int list(std::span<const std::string> args) {
   }
   bool all = true;
   for (const auto& s : statuses) {
-    std::cout << s.name << '\t' << s.version << '\t' << state_name(s.state) << '\t' << s.file_name << '\n';
+    std::cout << s.name << '\t' << s.version << '\t' << state_name(s.state) << '\t' << s.file_name << '\n';  // checked by the lock reader
     all = all && s.state == ci::PackageStatus::State::kPresent;
   }
   return all ? kExitOk : kExitError;

@@ -32,8 +32,8 @@ struct PackageFetchOptions {
   std::uint64_t max_file_bytes = std::uint64_t{1} << 30;
   /// Bound on each file's download; zero or negative: none. Default 10 minutes.
   std::chrono::milliseconds file_timeout{std::chrono::minutes(10)};
-  /// Called as bytes arrive: the file, the bytes it has so far (a resumed file's earlier part included), and its size
-  /// when the server said (nullopt otherwise). Runs on the calling thread.
+  /// Called as bytes arrive: the file, the bytes it has so far (a resumed file's earlier part included), and its total
+  /// size (nullopt: not known; this version never learns it, as the lock gives no sizes). Runs on the calling thread.
   std::function<void(const std::string& file_name, std::uint64_t received, std::optional<std::uint64_t> total)>
       on_progress;
   std::stop_token cancel;  ///< stops the fetch; a partial file is kept for a later resume

@@ -162,7 +162,15 @@ std::vector<SandboxInfo> SandboxManager::list(const SandboxFilter& filter, std::
   std::vector<SandboxInfo> all;
   std::optional<std::string> token;
   std::set<std::string> seen_tokens;  // a service that hands back a token it gave before would loop forever
+  // So would one that hands out new tokens with pages that bring little or nothing: the pages are counted too. A
+  // listing of max_sandboxes takes max_sandboxes / 100 full pages; the rest is room for short pages.
+  const std::size_t max_pages = max_sandboxes / 100 + 10;
+  std::size_t pages = 0;
   do {
+    if (++pages > max_pages) {
+      management_error(ErrorKind::kInternal, std::string(backend()) + ": the listing did not end after " +
+                                                 std::to_string(max_pages) + " pages");
+    }
     auto page = list_page(filter, 100, token);
     for (auto& info : page.sandboxes) {
       if (all.size() == max_sandboxes) {

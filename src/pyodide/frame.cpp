@@ -1,5 +1,7 @@
 #include "pyodide/frame.hpp"
 
+#include "core/untrusted.hpp"
+
 namespace code_interpreter::detail {
 
 namespace {
@@ -42,7 +44,8 @@ std::optional<Frame> FrameDecoder::next() {
   }
   if (buffered() < 8 + hlen + blen) return std::nullopt;
   Frame frame;
-  frame.header = nlohmann::json::parse(p + 8, p + 8 + hlen, nullptr, /*allow_exceptions=*/false);
+  // The sandbox's JSON: a lone surrogate's escape (JavaScript writes one for a string Python sent) is kept as text.
+  frame.header = parse_untrusted_json(std::string_view(p + 8, hlen));
   if (frame.header.is_discarded() || !frame.header.is_object()) throw FrameError("frame header is not a JSON object");
   const auto t = frame.header.find("t");
   if (t == frame.header.end() || !t->is_string()) throw FrameError("frame header has no type");

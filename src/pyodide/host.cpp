@@ -73,6 +73,7 @@ void PyodideHost::spawn(bool make_snapshot) {
   json init = {{"t", "init"},
                {"token", p->token},
                {"wheels", config.wheels},
+               {"wheel_sha256", config.wheel_sha256},
                {"packages", config.packages},
                {"memory_limit", config.memory_limit_bytes},
                {"realm", realm}};

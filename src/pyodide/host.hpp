@@ -141,6 +141,7 @@ std::optional<RunEnd> decode_run_end(const nlohmann::json& header);
 struct HostConfig {
   Runtime runtime;
   std::vector<std::string> wheels;    // absolute wheel paths, in the order of `packages`
+  std::vector<std::string> wheel_sha256;  // beside `wheels`: the lock's SHA-256, checked at every load; "" unchecked
   std::vector<std::string> packages;  // additional_packages
   std::vector<std::string> deno_args;
   std::filesystem::path temp_base;    // where each runtime's RuntimeDir is made

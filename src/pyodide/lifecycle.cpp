@@ -185,7 +185,7 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
                                 Stage::kInstallPackages, ErrorKind::kNotFound);
       }
     }
-    std::vector<std::string> files;
+    std::vector<std::string> files, hashes;
     for (const auto* p : lock.closure(locked)) {
       switch (detail::check_package_file(dir, *p)) {
         case detail::PackageFileState::kOk: break;
@@ -202,11 +202,14 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
                                   Stage::kInstallPackages, ErrorKind::kInvalidArgument);
       }
       files.push_back((dir / p->file_name).string());
+      hashes.push_back(p->sha256);
       installed.push_back(p->name);
     }
     installed.insert(installed.end(), own.begin(), own.end());
     // Dependencies first, then the user's own wheels, which may import them.
     config.wheels.insert(config.wheels.begin(), files.begin(), files.end());
+    config.wheel_sha256 = hashes;
+    config.wheel_sha256.resize(config.wheels.size());  // the user's own wheels: "" (no hash to check)
     readable.push_back(dir);
   }
 

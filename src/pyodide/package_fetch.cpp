@@ -136,6 +136,11 @@ void fetch_one(const fs::path& dir, const detail::LockedPackage& p, const std::s
     fs::remove(part, ec);
     throw std::runtime_error(what + ": the server refused to resume (HTTP 416); run the fetch again");
   }
+  if (status == 206 && have == 0) {
+    // A part of a file asked for whole: nothing to resume from, and no reason to think a retry goes otherwise.
+    fs::remove(part, ec);
+    throw std::runtime_error(what + ": the server answered 206 (a part) to a request for the whole file");
+  }
   if (status != 200 && status != 206) {
     throw std::runtime_error(what + ": HTTP " + std::to_string(status));
   }

@@ -72,15 +72,25 @@ PackageLock PackageLock::parse(std::string_view json_text) {
     throw PackageLockError("pyodide-lock.json: no 'packages' object");
   }
   PackageLock lock;
-  for (const auto& [key, entry] : doc["packages"].items()) {
+  for (const auto& [raw_key, entry] : doc["packages"].items()) {
+    // The key is the lock's word, named in errors: control characters shown as '?', cut after 64 bytes.
+    std::string key = raw_key.substr(0, 64);
+    for (auto& c : key)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
     if (!entry.is_object()) throw PackageLockError("pyodide-lock.json: package '" + key + "' is not an object");
     LockedPackage p;
     p.name = string_field(entry, key, "name");
     if (!valid_distribution_name(p.name)) throw PackageLockError("pyodide-lock.json: package '" + key + "' has an invalid name");
     p.version = string_field(entry, key, "version");
+    // Printed by `packages list` and named in errors: no control character may ride along (a tab would forge a
+    // column, an escape sequence reach the terminal).
+    if (std::any_of(p.version.begin(), p.version.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+      throw PackageLockError("pyodide-lock.json: package '" + key + "' has a version with a control character");
+    }
     p.file_name = string_field(entry, key, "file_name");
     if (p.file_name.find('/') != std::string::npos || p.file_name.find('\\') != std::string::npos ||
-        p.file_name == "." || p.file_name == ".." || p.file_name.find('\0') != std::string::npos) {
+        p.file_name == "." || p.file_name == ".." ||
+        std::any_of(p.file_name.begin(), p.file_name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
       throw PackageLockError("pyodide-lock.json: package '" + key + "' has a file_name that is not a plain file name");
     }
     p.sha256 = string_field(entry, key, "sha256");

@@ -652,3 +652,31 @@ TEST_CASE("rich results past max_output_bytes are dropped, later ones first, and
   CHECK(r.results[1].data.at("text/html") == std::string(400, 'b'));
   CHECK(r.results[2] == ci::RichResult{{{"text/plain", "'end'"}}, true});
 }
+
+TEST_CASE("a lone surrogate in any rich format arrives escaped, never as a broken answer", "[execute][rich]") {
+  auto sb = make_sandbox();
+  auto r = sb->execute_code("class M:\n    def _repr_svg_(self): return '\\udfff<svg/>'\n"
+                            "    def __repr__(self): return 'M'\nM()");
+  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
+  REQUIRE(r.results.size() == 1);
+  CHECK(r.results[0].data.at("image/svg+xml") == "\\udfff<svg/>");
+  CHECK_FALSE(r.state_lost);
+}
+
+TEST_CASE("displays past the runtime's own limits are dropped and the result says truncated, never lost silently",
+          "[execute][rich]") {
+  auto sb = make_sandbox();
+  auto many = sb->execute_code("for i in range(1005): display(i)");
+  REQUIRE(many.status == ci::ExecutionStatus::kSuccess);
+  CHECK(many.results.size() == 1000);
+  CHECK(many.results.back().data.at("text/plain") == "999");
+  CHECK(many.truncated);
+  // A display just under 8 MiB, past the runtime's 6 MiB cap for rich data: dropped, and the runtime lives on.
+  auto big = sb->execute_code("class H:\n    def _repr_html_(self): return 'a' * (8 * 1024 * 1024 - 30)\n"
+                              "    def __repr__(self): return 'H'\ndisplay(H())\n'after'");
+  REQUIRE(big.status == ci::ExecutionStatus::kSuccess);
+  CHECK(big.truncated);
+  CHECK_FALSE(big.state_lost);
+  REQUIRE(big.results.size() == 1);
+  CHECK(big.results[0] == ci::RichResult{{{"text/plain", "'after'"}}, true});
+}

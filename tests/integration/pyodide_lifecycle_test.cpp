@@ -516,3 +516,31 @@ TEST_CASE("a runtime directory left by a host that died is removed by the next c
   CHECK(std::filesystem::exists(alive));  // its owner (this process) is alive
   std::filesystem::remove_all(alive);
 }
+
+TEST_CASE("a package file changed after create is refused when a respawned runtime loads it, never loaded",
+          "[packages][timing]") {
+  test_support::TempDir dir;
+  for (const char* name : {"ci_base", "ci_tampered"}) {
+    const std::string file = std::string(name) + "-0.1.0-py3-none-any.whl";
+    std::filesystem::copy_file(std::filesystem::path(CI_TEST_PACKAGE_DIR) / file, dir.path() / file);
+  }
+  ci::PyodideOptions o;
+  o.additional_packages = {"ci-base"};
+  o.wheel_dir = dir.path();
+  o.package_lock = CI_TEST_PACKAGE_LOCK;
+  o.interrupt_grace = 500ms;
+  auto sb = make_sandbox(o);
+  REQUIRE(sb->execute_code("import ci_base\nci_base.VALUE").results.at(0).data.at("text/plain") == "41");
+  // Another wheel put in its place, then a respawn (code that ignores the interrupt is killed).
+  std::filesystem::copy_file(dir.path() / "ci_tampered-0.1.0-py3-none-any.whl",
+                             dir.path() / "ci_base-0.1.0-py3-none-any.whl",
+                             std::filesystem::copy_options::overwrite_existing);
+  ci::ExecuteOptions quick;
+  quick.timeout = 500ms;
+  REQUIRE(sb->execute_code(test_support::kUnstoppable, quick).state_lost);
+  auto r = sb->execute_code("import ci_base\nci_base.VALUE");
+  CHECK(r.status != ci::ExecutionStatus::kSuccess);
+  CHECK(r.results.empty());
+  INFO(r.error);
+  CHECK(r.error.find("ci_base-0.1.0-py3-none-any.whl does not match the SHA-256 its lock gives") != std::string::npos);
+}

@@ -675,6 +675,14 @@ TEST_CASE("AgentCore hostile listings: a malformed session is dropped, an oversi
                 {"body", json{{"items", json::array()}, {"nextToken", "same"}}.dump()}, {"count", -1}});
   check_management_error([&] { (void)manager->list(); }, ErrorKind::kInternal,
                          "bedrock: the listing handed back a page token it gave before");
+  server.clear_faults();
+  // New tokens with empty pages, on and on: the pages are counted (max_sandboxes / 100 + 10 of them).
+  for (int i = 0; i < 12; ++i) {
+    server.fault({{"operation", "list"}, {"action", "status"}, {"status", 200},
+                  {"body", json{{"items", json::array()}, {"nextToken", "t" + std::to_string(i)}}.dump()}});
+  }
+  check_management_error([&] { (void)manager->list({}, 50); }, ErrorKind::kInternal,
+                         "bedrock: the listing did not end after 10 pages");
 }
 
 // ---- the non-virtual checks, and Pyodide ----

@@ -281,3 +281,16 @@ TEST_CASE("an unknown or invalid name and a bad base_url are refused before any 
         "base_url must be an http:// or https:// URL ending in '/'");
   CHECK_FALSE(fs::exists(fx.packages));
 }
+
+TEST_CASE("a 206 answer to a request for the whole file is refused and leaves nothing", "[packages]") {
+  Fixture fx;
+  LocalHttpServer server([&](ServerConnection& c, int) {
+    while (auto r = c.read_request()) c.respond(206, kFiles.at("base").substr(10), "Content-Range: bytes 10-99/100\r\n");
+  });
+  const auto options = fx.options(server);
+  CHECK(failure([&] { (void)code_interpreter::fetch_pyodide_packages({"base"}, options); }) ==
+        "fetching '" + file_name("base") + "' from " + server.url("/full/") +
+            ": the server answered 206 (a part) to a request for the whole file");
+  CHECK_FALSE(fs::exists(fx.packages / (file_name("base") + ".part")));
+  CHECK_FALSE(fs::exists(fx.packages / file_name("base")));
+}

@@ -99,6 +99,12 @@ TEST_CASE("a lock that is not one is refused naming the package and the field", 
   CHECK(refusal(lock_of({entry("a", ""), "\"A\": {\"name\": \"A\", \"version\": \"1\", \"file_name\": \"x.whl\", "
                                         "\"sha256\": \"" + std::string(64, 'b') + "\"}"})) ==
         "pyodide-lock.json: package 'a' is named twice");
+  CHECK(refusal(R"({"packages": {"a\tb": {"name": "a", "version": "1\tpresent", "file_name": "a.whl", "sha256": ")" +
+                std::string(64, 'a') + "\"}}}") ==
+        "pyodide-lock.json: package 'a?b' has a version with a control character");
+  CHECK(refusal(R"({"packages": {"a": {"name": "a", "version": "1", "file_name": "a.whl\u001b]0;x", "sha256": ")" +
+                std::string(64, 'a') + "\"}}}") ==
+        "pyodide-lock.json: package 'a' has a file_name that is not a plain file name");
   CHECK(refusal(lock_of({"\"a\": {\"name\": \"a\", \"version\": \"1\", \"file_name\": \"a.whl\", \"sha256\": \"" +
                          std::string(64, 'a') + "\", \"depends\": \"b\"}"})) ==
         "pyodide-lock.json: package 'a' has a 'depends' that is not a list");

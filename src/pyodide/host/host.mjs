@@ -56,6 +56,7 @@ sandbox.postMessage({
   init: {
     realm: init.realm !== false,
     wheels: Array.isArray(init.wheels) ? init.wheels.filter((w) => typeof w === "string") : [],
+    wheel_sha256: Array.isArray(init.wheel_sha256) ? init.wheel_sha256.filter((w) => typeof w === "string") : [],
     packages: Array.isArray(init.packages) ? init.packages.filter((p) => typeof p === "string") : [],
     snapshot: typeof init.snapshot === "string" ? init.snapshot : undefined,
     make_snapshot: init.make_snapshot === true,
@@ -103,7 +104,11 @@ function rebuild(h) {
       const r = { t: "result", id: int(h.id), status };
       if (status === "ok" && typeof h.value === "string") r.value = h.value;
       if (status === "ok" && typeof h.value === "string" && bundle(h.value_data)) r.value_data = bundle(h.value_data);
-      if (Array.isArray(h.displays)) r.displays = h.displays.slice(0, 1000).map(bundle).filter((b) => b !== null);
+      if (Array.isArray(h.displays)) {
+        r.displays = h.displays.slice(0, 1000).map(bundle).filter((b) => b !== null);
+        // The runner keeps to these limits; anything past them is dropped here, and the answer says so.
+        if (r.displays.length !== h.displays.length) r.displays_dropped = true;
+      }
       if (h.displays_dropped === true) r.displays_dropped = true;
       if (Number.isSafeInteger(h.exit_code)) r.exit_code = h.exit_code;
       else if (status === "error") r.exit_code = 1;

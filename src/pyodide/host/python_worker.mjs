@@ -77,7 +77,9 @@ function clearPendingTimers() {
 
 // ---- the lock-down ----
 
-// Loading reads Pyodide's files, and the wheels the C++ side named, through this fetch; nothing else.
+// Loading reads Pyodide's files, and the wheels the C++ side named, through this fetch; nothing else. `allowed` maps
+// each wheel's URL to the SHA-256 its lock gives ("" for a wheel of the user's own): the bytes actually loaded are
+// checked, on every start of a runtime, so a file changed after create is refused, never loaded.
 function loaderFetch(allowed) {
   return async (input) => {
     const url = new URL(String(input && typeof input === "object" && "url" in input ? input.url : input), pyodideDir);
@@ -85,6 +87,12 @@ function loaderFetch(allowed) {
       throw new TypeError(`${url.href} is outside the runtime`);
     }
     const bytes = await readFile(url);
+    const expected = allowed.get(url.href);
+    if (expected) {
+      const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+      const hex = Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+      if (hex !== expected) throw new TypeError(`${url.pathname} does not match the SHA-256 its lock gives`);
+    }
     const type = url.pathname.endsWith(".wasm") ? "application/wasm" : "application/octet-stream";
     return new RealResponse(bytes, { headers: { "content-type": type } });
   };
@@ -264,11 +272,12 @@ async function init(message) {
   const wheels = Array.isArray(message.wheels) ? message.wheels.map(String) : [];
   const names = Array.isArray(message.packages) ? message.packages.map(String) : [];
   const wheelUrls = wheels.map((p) => new URL(p, "file:///").href);
+  const sha256 = Array.isArray(message.wheel_sha256) ? message.wheel_sha256.map(String) : [];
   const runnerSource = await readTextFile(new URL("./runner.py", hostDir));
   if (realm) {
     delete globalThis.Deno;
     delete globalThis.process;
-    globalThis.fetch = loaderFetch(new Set(wheelUrls));
+    globalThis.fetch = loaderFetch(new Map(wheelUrls.map((u, i) => [u, sha256[i] ?? ""])));
     globalThis.setTimeout = trackedSetTimeout;
     globalThis.clearTimeout = trackedClearTimeout;
   }

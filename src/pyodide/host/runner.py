@@ -189,8 +189,12 @@ _REPR_METHODS = (
     ("text/latex", "_repr_latex_", False),
     ("application/json", "_repr_json_", False),
 )
-# All the rich data of one run together, in characters; past it later displays are dropped and the run says so.
-DISPLAY_CAP = 8 * 1024 * 1024
+# All the rich data of one run together, in UTF-8 bytes, and the most displays and formats per display: past them
+# later displays (or formats) are dropped and the run says so. The byte cap leaves room in host.mjs's 8 MiB answer
+# header for the rest of the answer (three texts of at most TEXT_CAP characters each).
+DISPLAY_CAP = 6 * 1024 * 1024
+MAX_DISPLAYS = 1000
+MAX_FORMATS = 32
 _displays = []
 _display_chars = 0
 _displays_dropped = False
@@ -250,13 +254,32 @@ def _bundle(obj):
             data["text/plain"] = repr(obj)
         except BaseException as exc:
             data["text/plain"] = "<repr() failed: %s>" % type(exc).__name__
-    return {k: _cap(v) if k == "text/plain" else v for k, v in data.items()}
+    # Mime types are short ASCII names; texts get lone surrogates (from surrogateescape, say) written as escapes, as
+    # _cap does, since they cannot travel as UTF-8 JSON.
+    global _displays_dropped
+    out = {}
+    for k, v in data.items():
+        if not (k.isascii() and k.isprintable()):
+            _displays_dropped = True
+            continue
+        if len(out) == MAX_FORMATS - 1 and k != "text/plain" and "text/plain" not in out:
+            _displays_dropped = True  # room is kept for text/plain
+            continue
+        if len(out) >= MAX_FORMATS:
+            _displays_dropped = True
+            continue
+        out[k] = _cap(v) if k == "text/plain" else v.encode("utf-8", "backslashreplace").decode("utf-8")
+    return out
+
+
+def _size(bundle):
+    return sum(len(k) + len(v.encode("utf-8")) for k, v in bundle.items())
 
 
 def _add_display(bundle):
     global _display_chars, _displays_dropped
-    size = sum(len(k) + len(v) for k, v in bundle.items())
-    if _display_chars + size > DISPLAY_CAP:
+    size = _size(bundle)
+    if len(_displays) >= MAX_DISPLAYS or _display_chars + size > DISPLAY_CAP:
         _displays_dropped = True
         return
     _display_chars += size
@@ -388,7 +411,7 @@ async def run(code, env_json, cell=True):
         if value is not None:
             bundle = _bundle(value)
             out["value"] = bundle.pop("text/plain")
-            if bundle and _display_chars + sum(len(k) + len(v) for k, v in bundle.items()) <= DISPLAY_CAP:
+            if bundle and _display_chars + _size(bundle) <= DISPLAY_CAP:
                 out["value_data"] = bundle
             elif bundle:
                 _displays_dropped = True
