@@ -175,3 +175,18 @@ TEST_CASE("AgentCore stderr: a megabyte-long exception line is read whole, and h
   CHECK(last->name == "KeyError");
   CHECK(last->value == "19999");
 }
+
+TEST_CASE("untrusted JSON of many sibling objects parses whole, and the limits still hold", "[untrusted]") {
+  // 200,000 members, each an empty object: nlohmann's callback parser took quadratic time here (minutes).
+  std::string text = "{\"x\":{";
+  for (int i = 0; i < 200000; ++i) text += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":{}";
+  text += "}}";
+  const auto j = parse_untrusted_json(text);
+  REQUIRE(j.is_object());
+  CHECK(j.at("x").size() == 200000);
+  CHECK(j.at("x").at("k199999") == nlohmann::json::object());
+  CHECK(parse_untrusted_json(text, 1000, 100).is_discarded());       // too many values
+  CHECK(parse_untrusted_json("[[[1]]]", 2).is_discarded());            // three levels, two allowed
+  CHECK(parse_untrusted_json("[[1]]", 2) == nlohmann::json::parse("[[1]]"));
+  CHECK(parse_untrusted_json("{\"a\": 1,}").is_discarded());          // not JSON
+}
