@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the hostile-input decoders with libFuzzer (clang, ASan+UBSan): each target for
-# SECONDS (default 60), starting from its seed corpus. A finding stops the script with a non-zero status and leaves
+# SECONDS (default 60), starting from its seed corpus, as many at a time as there are CPUs. A finding makes the
+# script end with a non-zero status once the targets running beside it are done, and leaves
 # the crashing input in build-asan/ (libFuzzer prints its path). Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,16 +25,32 @@ quiet() {
 quiet "configuring build-asan" cmake --preset asan
 quiet "building the fuzz targets" cmake --build --preset asan --target "${targets[@]}" "${targets[@]/%/_seeds}"
 mkdir -p build-asan/logs
-for target in "${targets[@]}"; do
-  corpus="build-asan/corpus/$target"
+# libFuzzer runs on one thread: as many targets run side by side as the machine has CPUs.
+fuzz_one() {
+  local target="$1" corpus="build-asan/corpus/$1" log="build-asan/logs/$1.log" runs
   ./build-asan/tests/fuzz/"${target}_seeds" --write-seeds "$corpus"
-  log="build-asan/logs/$target.log"
   if ! (cd build-asan && ./tests/fuzz/"$target" -max_total_time="$seconds" -max_len=200000 -print_final_stats=1 \
           "corpus/$target") >"$log" 2>&1; then
     tail -n 60 "$log" >&2
     echo "fuzz: $target found a failing input (log: $log)" >&2
-    exit 1
+    return 1
   fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   echo "fuzz: $target: ${runs:-?} inputs in ${seconds} s, no finding"
+}
+parallel=$(nproc)
+failed=0
+running=0
+for target in "${targets[@]}"; do
+  if ((running >= parallel)); then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  fuzz_one "$target" &
+  running=$((running + 1))
 done
+while ((running > 0)); do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+exit "$failed"
