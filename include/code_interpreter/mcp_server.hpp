@@ -20,12 +20,14 @@ namespace code_interpreter {
 inline constexpr std::string_view kMcpProtocolVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 
 /// The execute_code tool as the server offers it by default: a call runs for at most 30 s, `timeout` may ask for up
-/// to 300 s, and `files` names files already in the upload directory.
+/// to 300 s, `files` names files already in the upload directory, and files written stay in the sandbox (an MCP
+/// client cannot follow a sandbox link).
 [[nodiscard]] inline SandboxToolOptions mcp_tool_options() {
   SandboxToolOptions o;
   o.execution_timeout = std::chrono::seconds(30);
   o.max_timeout = std::chrono::seconds(300);
   o.file_arguments = true;
+  o.returns_linked_files = false;
   return o;
 }
 

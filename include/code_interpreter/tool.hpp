@@ -45,6 +45,10 @@ struct SandboxToolOptions {
   bool file_arguments = false;
   /// Names of input files the host put in the upload directory, listed in the description.
   std::vector<std::string> input_files;
+  /// The host returns files the final answer links as [name](sandbox:<upload_dir>/name), as SandboxCodeInterpreter
+  /// does; the description tells the model so when the backend can download files. false (the MCP server, whose
+  /// client cannot follow such a link): the description says files stay in the sandbox.
+  bool returns_linked_files = true;
   /// Sentences appended to the description (e.g. how to get a fresh sandbox).
   std::string description_note;
   std::size_t max_result_bytes = 16 * 1024;      ///< the rendered text's bound (>= 1024); see ToolResult::text

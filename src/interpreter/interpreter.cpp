@@ -11,8 +11,6 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include "code_interpreter/logging.hpp"
 #include "code_interpreter/tool.hpp"
 #include "interpreter/links.hpp"

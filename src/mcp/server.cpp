@@ -32,6 +32,10 @@ constexpr int kParseError = -32700;
 constexpr int kInvalidRequest = -32600;
 constexpr int kMethodNotFound = -32601;
 constexpr int kInvalidParams = -32602;
+constexpr int kServerBusy = -32000;  // JSON-RPC's range for a server's own errors
+
+// Calls queued behind the running one; more are refused, so a client cannot make the server hold unbounded input.
+constexpr std::size_t kMaxPendingCalls = 16;
 
 constexpr const char* kResetTool = "reset_sandbox";
 
@@ -211,6 +215,9 @@ class Session {
       job->params = params;
       {
         std::lock_guard lock(mu_);
+        if (queue_.size() >= kMaxPendingCalls) {
+          return send_error(id, kServerBusy, fmt::format("Server busy: at most {} tool calls may wait", kMaxPendingCalls));
+        }
         queue_.push_back(std::move(job));
       }
       cv_.notify_all();

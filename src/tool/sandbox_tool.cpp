@@ -82,7 +82,9 @@ std::string description_of(const SandboxProfile& profile, const SandboxToolOptio
         "the code reads them as {0}/name.",
         dir);
   }
-  if (caps.file_download) {
+  if (!options.returns_linked_files) {
+    out += " Files written in the sandbox stay there: put the results in the answer text.";
+  } else if (caps.file_download) {
     out += fmt::format(
         " To return a file to the user, write it under {0}/ and link it in the final answer as "
         "[name](sandbox:{0}/name).",

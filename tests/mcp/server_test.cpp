@@ -12,6 +12,7 @@
 
 #include "code_interpreter/code_interpreter.hpp"
 #include "code_interpreter/testing/fake_sandbox.hpp"
+#include "results.hpp"
 
 namespace ci = code_interpreter;
 using ci::testing::FakeSandbox;
@@ -117,13 +118,7 @@ struct FakeBackend {
   }
 };
 
-ci::ExecutionResult printed(std::string out) {
-  ci::ExecutionResult r;
-  r.status = ci::ExecutionStatus::kSuccess;
-  r.stdout_text = std::move(out);
-  r.exit_code = 0;
-  return r;
-}
+using ci::test_support::success;
 
 json init_params(const std::string& version) {
   return {{"protocolVersion", version}, {"capabilities", json::object()},
@@ -159,10 +154,16 @@ TEST_CASE("initialize and tools/list are answered before any sandbox exists", "[
   REQUIRE(list["result"]["tools"].size() == 2);
   CHECK(list["result"]["tools"][0]["name"] == "execute_code");
   CHECK(list["result"]["tools"][1]["name"] == "reset_sandbox");
-  const std::string description = list["result"]["tools"][0]["description"];
-  CHECK(description.find("The sandbox keeps its state between calls") != std::string::npos);
-  CHECK(description.find("call reset_sandbox to start over in a fresh one (at most 3 sandboxes per session)") !=
-        std::string::npos);
+  // Word for word what docs/agents.md says the model is told.
+  CHECK(list["result"]["tools"][0]["description"] ==
+        "Runs Python code in a sandbox and returns what it printed (stdout, then stderr), the error with its traceback "
+        "if it failed, and the value of the last expression. The sandbox keeps its state between calls: variables, "
+        "imports and files persist from one call to the next. Name files the code needs from /files/ in `files` "
+        "(plain names, no paths) to have them checked before it runs; the code reads them as /files/name. Files "
+        "written in the sandbox stay there: put the results in the answer text. The code cannot reach the network, "
+        "so nothing can be downloaded or installed. Each call may run for at most 30 seconds unless `timeout` sets "
+        "another limit, up to 300 seconds. One sandbox serves this whole session; call reset_sandbox to start over "
+        "in a fresh one (at most 3 sandboxes per session).");
   CHECK(list["result"]["tools"][0]["inputSchema"]["properties"]["timeout"]["maximum"] == 300);
   CHECK(backend.created == 0);
 }
@@ -255,7 +256,7 @@ TEST_CASE("an oversize line is refused and the session goes on", "[mcp]") {
 
 TEST_CASE("calls share one sandbox, created at the first call", "[mcp]") {
   FakeBackend backend;
-  backend.setup = [](FakeSandbox& s) { s.push_result(printed("")).push_result(printed("1\n")); };
+  backend.setup = [](FakeSandbox& s) { s.push_result(success("")).push_result(success("1\n")); };
   Server server(backend.options());
   server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "a = 1"}}}});
   CHECK(server.answer()["result"] == json::parse(R"j({"content":[{"type":"text","text":"[no output]"}],"isError":false})j"));
@@ -285,7 +286,7 @@ TEST_CASE("a cancelled call is stopped and gets no answer, and the next call run
       r.failure = ci::FailureDetail{"cancelled", false};
       return r;
     });
-    s.push_result(printed("after\n"));
+    s.push_result(success("after\n"));
   };
   Server server(backend.options());
   server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "while True: pass"}}}});
@@ -300,7 +301,7 @@ TEST_CASE("a cancelled call is stopped and gets no answer, and the next call run
 
 TEST_CASE("reset_sandbox gives a fresh sandbox, at most max_sandboxes per session", "[mcp]") {
   FakeBackend backend;
-  backend.setup = [](FakeSandbox& s) { s.push_result(printed("x\n")); };
+  backend.setup = [](FakeSandbox& s) { s.push_result(success("x\n")); };
   auto options = backend.options();
   options.max_sandboxes = 2;
   Server server(options);
@@ -325,7 +326,7 @@ TEST_CASE("progress is notified while the sandbox starts, when asked for", "[mcp
   FakeBackend backend;
   backend.setup = [](FakeSandbox& s) {
     std::this_thread::sleep_for(300ms);
-    s.push_result(printed(""));
+    s.push_result(success(""));
   };
   Server server(backend.options());
   server.request(1, "tools/call",
@@ -346,7 +347,7 @@ TEST_CASE("progress is notified while the sandbox starts, when asked for", "[mcp
 
 TEST_CASE("logging/setLevel decides which log messages reach the client", "[mcp]") {
   FakeBackend backend;
-  backend.setup = [](FakeSandbox& s) { s.push_result(printed("")).push_result(printed("")); };
+  backend.setup = [](FakeSandbox& s) { s.push_result(success("")).push_result(success("")); };
   Server server(backend.options());
   server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "1"}}}});
   std::vector<std::string> logged;
@@ -411,4 +412,23 @@ TEST_CASE("against real Pyodide: a timeout is reported and the sandbox answers a
   CHECK(text.find("[TIMEOUT (execution): the code did not finish in time.") != std::string::npos);
   server.request(2, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "print('alive')"}}}});
   CHECK(server.answer()["result"]["content"][0]["text"] == "alive");
+}
+
+TEST_CASE("at most 16 calls wait behind the running one, the next is refused as busy", "[mcp]") {
+  FakeBackend backend;
+  backend.setup = [](FakeSandbox& s) {
+    s.push_handler([](std::string_view, const ci::ExecuteOptions& o) {
+      while (!o.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
+      return ci::ExecutionResult{};
+    });
+  };
+  Server server(backend.options());
+  const json call = {{"name", "execute_code"}, {"arguments", {{"code", "1"}}}};
+  server.request(1, "tools/call", call);
+  std::this_thread::sleep_for(300ms);
+  for (int id = 2; id <= 18; ++id) server.request(id, "tools/call", call);
+  const auto busy = server.answer();
+  CHECK(busy["id"] == 18);
+  CHECK(busy["error"]["code"] == -32000);
+  CHECK(busy["error"]["message"] == "Server busy: at most 16 tool calls may wait");
 }

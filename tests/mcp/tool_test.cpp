@@ -6,6 +6,7 @@
 
 #include "code_interpreter/code_interpreter.hpp"
 #include "code_interpreter/testing/fake_sandbox.hpp"
+#include "results.hpp"
 
 namespace ci = code_interpreter;
 using ci::testing::FakeSandbox;
@@ -14,13 +15,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-ci::ExecutionResult success(std::string out) {
-  ci::ExecutionResult r;
-  r.status = ci::ExecutionStatus::kSuccess;
-  r.stdout_text = std::move(out);
-  r.exit_code = 0;
-  return r;
-}
+using ci::test_support::success;
 
 ci::SandboxToolOptions full_options() {
   ci::SandboxToolOptions o;
