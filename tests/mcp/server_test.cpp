@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -103,13 +104,24 @@ class RecordingSandbox : public FakeSandbox {
 struct FakeBackend {
   std::atomic<int> created{0};
   std::function<void(FakeSandbox&)> setup = [](FakeSandbox&) {};
-  std::vector<std::shared_ptr<std::atomic<bool>>> terminated;  ///< per sandbox made: destroyed after terminate
+  std::mutex mutex;  // the server's worker makes sandboxes while the test reads
+  std::vector<std::shared_ptr<std::atomic<bool>>> made;
+
+  /// Whether the index-th sandbox made was destroyed after being terminated.
+  bool terminated(std::size_t index) {
+    std::lock_guard lock(mutex);
+    return *made.at(index);
+  }
 
   ci::McpServerOptions options() {
     ci::McpServerOptions o;
     o.create = [this](const ci::SandboxConfig&) {
-      terminated.push_back(std::make_shared<std::atomic<bool>>(false));
-      auto s = std::make_unique<RecordingSandbox>(terminated.back());
+      auto ended = std::make_shared<std::atomic<bool>>(false);
+      {
+        std::lock_guard lock(mutex);
+        made.push_back(ended);
+      }
+      auto s = std::make_unique<RecordingSandbox>(ended);
       setup(*s);
       ++created;
       return std::unique_ptr<ci::CodeInterpreterSandbox>(std::move(s));
@@ -275,7 +287,7 @@ TEST_CASE("refused arguments are a tool error, not a protocol error", "[mcp]") {
         "[error: unknown argument 'shell'; the arguments are code, timeout, files. Nothing was run.]");
 }
 
-TEST_CASE("a cancelled call is stopped and gets no answer, and the next call runs", "[mcp]") {
+TEST_CASE("a cancelled call is stopped and gets no answer, and the next call runs", "[mcp][concurrency]") {
   FakeBackend backend;
   std::atomic<bool> was_cancelled{false};
   backend.setup = [&](FakeSandbox& s) {
@@ -314,7 +326,7 @@ TEST_CASE("reset_sandbox gives a fresh sandbox, at most max_sandboxes per sessio
   server.request(3, "tools/call", call);
   CHECK(server.answer()["result"]["isError"] == false);
   CHECK(backend.created == 2);
-  CHECK(*backend.terminated[0]);
+  CHECK(backend.terminated(0));
   server.request(4, "tools/call", reset);
   const auto refused = server.answer();
   CHECK(refused["result"]["isError"] == true);
@@ -367,7 +379,7 @@ TEST_CASE("logging/setLevel decides which log messages reach the client", "[mcp]
   CHECK((*a)["id"] == 3);
 }
 
-TEST_CASE("end of input terminates the session's sandbox, a call in flight included", "[mcp]") {
+TEST_CASE("end of input terminates the session's sandbox, a call in flight included", "[mcp][concurrency]") {
   FakeBackend backend;
   backend.setup = [](FakeSandbox& s) {
     s.push_handler([](std::string_view, const ci::ExecuteOptions& o) {
@@ -382,7 +394,7 @@ TEST_CASE("end of input terminates the session's sandbox, a call in flight inclu
     server.close_input();
   }  // joined: serve_mcp returned
   REQUIRE(backend.created == 1);
-  CHECK(*backend.terminated[0]);
+  CHECK(backend.terminated(0));
 }
 
 TEST_CASE("against real Pyodide: state persists across calls and an exception is a tool error", "[mcp][pyodide]") {
@@ -414,7 +426,7 @@ TEST_CASE("against real Pyodide: a timeout is reported and the sandbox answers a
   CHECK(server.answer()["result"]["content"][0]["text"] == "alive");
 }
 
-TEST_CASE("at most 16 calls wait behind the running one, the next is refused as busy", "[mcp]") {
+TEST_CASE("at most 16 calls wait behind the running one, the next is refused as busy", "[mcp][concurrency]") {
   FakeBackend backend;
   backend.setup = [](FakeSandbox& s) {
     s.push_handler([](std::string_view, const ci::ExecuteOptions& o) {
