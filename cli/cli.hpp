@@ -94,5 +94,6 @@ int list_command(std::span<const std::string> args);
 int kill_command(std::span<const std::string> args);
 int sweep_command(std::span<const std::string> args);
 int packages_command(std::span<const std::string> args);
+int mcp_command(std::span<const std::string> args);
 
 }  // namespace cli

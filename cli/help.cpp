@@ -20,6 +20,7 @@ subcommands:
   kill      kills sandboxes by id
   sweep     kills every live sandbox carrying a tag
   packages  the local sandbox's packages: fetch them, list what is present
+  mcp       serves the sandbox as a tool to MCP clients on stdin and stdout
   help      the help of a subcommand
 
 'code-interpreter help SUBCOMMAND' describes one.
@@ -117,6 +118,26 @@ exit status: 0, 1 one or more could not be killed, 4 the backend's manager could
 failed, 64 bad usage (an invalid tag included), 70 internal error
 )";
 
+constexpr std::string_view kMcpHelp = R"(usage: code-interpreter mcp [--config FILE.json] [--backend pyodide|e2b|bedrock] [--template NAME]
+                            [--interpreter ID] [--timeout SECONDS] [--max-timeout SECONDS]
+                            [--max-sandboxes N] [--max-message-bytes N]
+
+A Model Context Protocol server on standard input and output (JSON-RPC 2.0, one message per line) that offers
+the sandbox to an MCP client as the tool execute_code, and reset_sandbox for a fresh one. The sandbox starts at
+the first call and keeps its state until the session ends (end of input), when it is terminated. Only protocol
+messages go to stdout; the log goes to stderr.
+
+  --config, --backend, --template, --interpreter  as for run
+  --timeout SECONDS        a call's budget when the model gives none: 0 (no limit) or 0.001 to 1000000
+                           (default 30)
+  --max-timeout SECONDS    the most the model may ask for with `timeout`: 1 to 86400 (default 300)
+  --max-sandboxes N        sandboxes one session may create, the first included: 1 to 1000 (default 3;
+                           1 offers no reset_sandbox)
+  --max-message-bytes N    the longest message read from the client: 1024 to 1073741824 (default 4194304)
+
+exit status: 0 after end of input, 64 bad usage (a configuration the factory refuses included), 70 internal error
+)";
+
 constexpr std::string_view kPackagesHelp = R"(usage: code-interpreter packages fetch [--dir DIR] [--lock FILE] [--runtime DIR] [--base-url URL] NAME...
        code-interpreter packages list [--dir DIR] [--lock FILE] [--runtime DIR] [NAME...]
 
@@ -139,12 +160,12 @@ exit status: 0 every package present, 1 a fetch failed or list found a package m
 
 constexpr std::string_view kHelpHelp = R"(usage: code-interpreter help [SUBCOMMAND]
 
-Prints the help of SUBCOMMAND (run, repl, backends, list, kill, sweep, packages, help), or of the tool.
+Prints the help of SUBCOMMAND (run, repl, backends, list, kill, sweep, packages, mcp, help), or of the tool.
 
 exit status: 0, 64 an unknown subcommand
 )";
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kHelps{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kHelps{{
     {"", kToolHelp},
     {"run", kRunHelp},
     {"repl", kReplHelp},
@@ -153,6 +174,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kHelps{{
     {"kill", kKillHelp},
     {"sweep", kSweepHelp},
     {"packages", kPackagesHelp},
+    {"mcp", kMcpHelp},
     {"help", kHelpHelp},
 }};
 

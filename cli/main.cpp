@@ -40,6 +40,7 @@ int dispatch(const std::vector<std::string>& args) {
   if (first == "kill") return kill_command(rest);
   if (first == "sweep") return sweep_command(rest);
   if (first == "packages") return packages_command(rest);
+  if (first == "mcp") return mcp_command(rest);
   if (!first.empty() && first[0] == '-') throw UsageError("", "unknown option " + shown(first));
   throw UsageError("", "unknown subcommand '" + shown(first) + "'");
 }

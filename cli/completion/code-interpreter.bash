@@ -6,7 +6,7 @@ _code_interpreter() {
   COMPREPLY=()
   cur="${COMP_WORDS[COMP_CWORD]}"
   prev="${COMP_WORDS[COMP_CWORD-1]}"
-  local subcommands="run repl backends list kill sweep packages help"
+  local subcommands="run repl backends list kill sweep packages mcp help"
 
   subcommand=""
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -40,7 +40,7 @@ _code_interpreter() {
       return 0 ;;
     --base-url)
       return 0 ;;
-    --template|--interpreter|--timeout|--tag|-c)
+    --template|--interpreter|--timeout|--tag|-c|--max-timeout|--max-sandboxes|--max-message-bytes)
       return 0 ;;   # a value of the user's own
   esac
 
@@ -49,6 +49,7 @@ _code_interpreter() {
     run) options="--config --backend --template --interpreter --timeout -c --help" ;;
     repl) options="--config --backend --template --interpreter --timeout --examples --help" ;;
     backends) options="--help" ;;
+    mcp) options="--config --backend --template --interpreter --timeout --max-timeout --max-sandboxes --max-message-bytes --help" ;;
     list) options="--config --backend --tag --help" ;;
     kill|sweep) options="--config --backend --help" ;;
     packages)

@@ -13,3 +13,5 @@
 #include "code_interpreter/pyodide_pool.hpp"
 #include "code_interpreter/pyodide_sandbox.hpp"
 #include "code_interpreter/sandbox.hpp"
+#include "code_interpreter/tool.hpp"
+#include "code_interpreter/mcp_server.hpp"

@@ -90,6 +90,11 @@ struct SandboxConfig {
 ///         create throws (TemplateBuildError, SandboxStartError).
 [[nodiscard]] CODE_INTERPRETER_EXPORT std::unique_ptr<CodeInterpreterSandbox> create_sandbox(const SandboxConfig& config);
 
+/// The Capabilities a sandbox created from `config` reports, known without creating it (nothing is started, read
+/// or sent): what a tool's description is written from before its sandbox exists (tool.hpp, the MCP server).
+/// @throws SandboxStartError, stage kConfigure, as create_sandbox for an unknown backend or a setting it refuses.
+[[nodiscard]] CODE_INTERPRETER_EXPORT Capabilities declared_capabilities(const SandboxConfig& config);
+
 /// What one backend needs before it can run here, as available_backends() finds it.
 struct BackendStatus {
   std::string name;                  ///< "pyodide", "e2b" or "bedrock"

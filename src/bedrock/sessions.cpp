@@ -1,5 +1,6 @@
 // AgentCore sessions (docs/protocols/bedrock.md "Session operations"): start (with the recovery of a lost start),
 // stop, status, additional_packages, and the lifecycle of BedrockAgentCoreSandbox.
+#include "core/declared_capabilities.hpp"
 #include "code_interpreter/logging.hpp"
 #include "core/defaults.hpp"
 #include "core/nested.hpp"
@@ -156,12 +157,14 @@ BedrockAgentCoreSandbox::~BedrockAgentCoreSandbox() {
 
 std::optional<std::string> BedrockAgentCoreSandbox::sandbox_id() const { return impl_->stub.session_id; }
 
-Capabilities BedrockAgentCoreSandbox::capabilities() const {
+Capabilities BedrockAgentCoreSandbox::capabilities() const { return detail::bedrock_capabilities(impl_->stub.options); }
+
+Capabilities detail::bedrock_capabilities(const BedrockOptions& options) {
   // No network in SANDBOX mode, the built-in interpreter's: it reaches S3 and DNS only (docs/protocols/bedrock.md
   // "Interpreters and session lifetime"); PUBLIC reaches the internet, VPC the customer's network. No interrupt: an executeCode cannot be stopped. A relative upload
   // directory: the service rejects absolute paths (docs/protocols/bedrock.md "File tools"). The result event holds
   // the output and no value of the last expression (docs/protocols/bedrock.md "Tools").
-  const auto& mode = impl_->stub.options.interpreter_network_mode;
+  const auto& mode = options.interpreter_network_mode;
   auto c = detail::cloud_capabilities({.network = mode != "SANDBOX", .interrupt = false, .expression_results = false,
                                        .streaming_output = false},
                                       {Language::kPython, Language::kJavaScript, Language::kTypeScript},

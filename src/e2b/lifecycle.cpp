@@ -2,6 +2,7 @@
 // the lease, terminate. Requests and answers are the stub's (e2b/stub.hpp).
 #include <nlohmann/json.hpp>
 
+#include "core/declared_capabilities.hpp"
 #include "code_interpreter/logging.hpp"
 #include "core/defaults.hpp"
 #include "core/nested.hpp"
@@ -211,9 +212,11 @@ E2BSandbox::~E2BSandbox() {
 
 std::optional<std::string> E2BSandbox::sandbox_id() const { return impl_->stub.id; }
 
-Capabilities E2BSandbox::capabilities() const {
+Capabilities E2BSandbox::capabilities() const { return detail::e2b_capabilities(impl_->stub.options); }
+
+Capabilities detail::e2b_capabilities(const E2BOptions& options) {
   // An allowlist still reaches the network: only a sandbox made with none() has none.
-  const auto& policy = impl_->stub.options.network_policy;
+  const auto& policy = options.network_policy;
   const bool network = !(policy && policy->access == NetworkAccess::kNone);
   auto c = detail::cloud_capabilities({.network = network, .interrupt = true, .expression_results = true,
                                        .streaming_output = true},

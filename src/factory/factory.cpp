@@ -3,6 +3,7 @@
 #include <string>
 
 #include "code_interpreter/errors.hpp"
+#include "core/declared_capabilities.hpp"
 #include "factory/settings.hpp"
 
 namespace code_interpreter {
@@ -76,6 +77,13 @@ Options with_common(Options o, const SandboxConfig& config) {
 }
 
 }  // namespace
+
+Capabilities declared_capabilities(const SandboxConfig& config) {
+  detail::check_settings(config, /*json_keys=*/false);
+  if (config.backend == "pyodide") return detail::pyodide_capabilities(with_common(config.pyodide, config));
+  if (config.backend == "e2b") return detail::e2b_capabilities(with_common(config.e2b, config));
+  return detail::bedrock_capabilities(with_common(config.bedrock, config));
+}
 
 std::unique_ptr<CodeInterpreterSandbox> create_sandbox(const SandboxConfig& config) {
   detail::check_settings(config, /*json_keys=*/false);

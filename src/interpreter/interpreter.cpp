@@ -11,10 +11,8 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include "code_interpreter/logging.hpp"
-#include "core/defaults.hpp"
+#include "code_interpreter/tool.hpp"
 #include "interpreter/links.hpp"
 #include "interpreter/prompt.hpp"
 #include "interpreter/tool_result.hpp"
@@ -50,10 +48,6 @@ LMInvoker::~LMInvoker() = default;
 namespace {
 
 constexpr const char* kToolName = "execute_code";
-// Every backend's execute_code default (docs/errors.md "Timeouts", core/defaults.hpp); what the model is told when no
-// budget is set.
-constexpr auto kDefaultExecutionLimit = std::chrono::duration_cast<std::chrono::seconds>(detail::kDefaultExecuteTimeout);
-
 // One stop for the whole loop: the caller's stop_token, and the overall timeout through a watchdog thread.
 class LoopStop {
  public:
@@ -113,13 +107,6 @@ std::string guess_mime_type(std::string_view name) {
   return "application/octet-stream";
 }
 
-// The code the model asked to run, or nullopt when the arguments are not {"code": "<string>"}.
-std::optional<std::string> code_argument(const std::string& arguments) {
-  const auto parsed = nlohmann::json::parse(arguments, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_object() || !parsed.contains("code") || !parsed["code"].is_string()) return std::nullopt;
-  return parsed["code"].get<std::string>();
-}
-
 // Model text for a log line: control bytes as \xNN (no forged lines, no terminal escapes), at most 256 bytes.
 std::string loggable(std::string_view text) {
   std::string out;
@@ -132,15 +119,6 @@ std::string loggable(std::string_view text) {
     }
   }
   if (text.size() > 256) out += "...";
-  return out;
-}
-
-// A name the model wrote, made safe to quote back to it.
-std::string quoted_name(const std::string& name) {
-  std::string out = name.substr(0, 64);
-  for (auto& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f || c == '\'') c = '?';
-  }
   return out;
 }
 
@@ -159,26 +137,23 @@ SandboxCodeInterpreter::SandboxCodeInterpreter(CodeInterpreterSandbox& sandbox, 
 }
 
 namespace {
-interpreter::SandboxFacts facts_of(CodeInterpreterSandbox& sandbox, const InterpreterOptions& options,
-                                   std::vector<std::string> file_names) {
-  interpreter::SandboxFacts facts;
-  facts.capabilities = sandbox.capabilities();
-  facts.language = sandbox.language();
-  facts.packages = sandbox.additional_packages();
-  facts.file_names = std::move(file_names);
-  if (options.execution_timeout && options.execution_timeout->count() > 0) {
-    facts.execution_limit = std::max(std::chrono::seconds(1),
-                                     std::chrono::ceil<std::chrono::seconds>(*options.execution_timeout));
-  } else {
-    facts.execution_limit = kDefaultExecutionLimit;
-  }
-  return facts;
+
+// The tool as the loop offers it: the options' budget and caps, the input files named in the description.
+SandboxToolOptions tool_options(const InterpreterOptions& options, std::vector<std::string> file_names) {
+  SandboxToolOptions o;
+  o.name = kToolName;
+  o.execution_timeout = options.execution_timeout;
+  o.input_files = std::move(file_names);
+  o.max_result_bytes = options.max_tool_result_bytes;
+  o.max_images = options.max_images_per_result;
+  o.max_image_bytes = options.max_image_bytes;
+  return o;
 }
+
 }  // namespace
 
 ToolDefinition SandboxCodeInterpreter::tool_definition(const std::vector<std::string>& file_names) const {
-  const auto facts = facts_of(sandbox_, options_, file_names);
-  return ToolDefinition{kToolName, interpreter::tool_description(facts), interpreter::tool_parameters(facts.language)};
+  return SandboxTool(sandbox_, tool_options(options_, file_names)).definition();
 }
 
 InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std::vector<Attachment> files,
@@ -194,9 +169,9 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
       file_names.push_back(file.filename);
     }
   }
-  const auto facts = facts_of(sandbox_, options_, file_names);
-  const std::vector<ToolDefinition> tools{
-      {kToolName, interpreter::tool_description(facts), interpreter::tool_parameters(facts.language)}};
+  const SandboxTool tool(sandbox_, tool_options(options_, file_names));
+  const std::vector<ToolDefinition> tools{tool.definition()};
+  const interpreter::SandboxFacts facts{sandbox_.capabilities(), sandbox_.language(), file_names};
 
   InterpreterResult result;
   result.messages.push_back({ChatRole::kSystem, interpreter::system_prompt(facts, options_.instructions), {}, {}, false, {}});
@@ -256,30 +231,20 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
     std::size_t position = 0;
     for (const auto& call : response.tool_calls) {
       ChatMessage answer{ChatRole::kTool, {}, {}, call.id, true, {}};
-      std::optional<std::string> code;
       if (position++ >= static_cast<std::size_t>(options_.max_tool_calls_per_turn)) {
         answer.content = fmt::format("[not run: at most {} tool calls are run per turn. Nothing was run.]",
                                      options_.max_tool_calls_per_turn);
       } else if (call.name != kToolName) {
         answer.content = fmt::format("[error: there is no tool '{}'; the only tool is {}. Nothing was run.]",
-                                     quoted_name(call.name), kToolName);
-      } else if (!(code = code_argument(call.arguments))) {
-        answer.content = "[error: the arguments must be a JSON object with a string \"code\". Nothing was run.]";
+                                     interpreter::quoted_name(call.name), kToolName);
       } else if (stop.stopped()) {
         answer.content = "[not run: the interpreter was stopped]";
       } else {
-        ExecuteOptions execute_options;
-        execute_options.cancel = stop.token();
-        execute_options.timeout = options_.execution_timeout;
-        if (const auto left = stop.remaining()) {
-          const bool unbounded = execute_options.timeout && execute_options.timeout->count() <= 0;
-          const auto budget = execute_options.timeout && !unbounded ? *execute_options.timeout
-                              : unbounded ? *left
-                                          : std::chrono::milliseconds(kDefaultExecutionLimit);
-          execute_options.timeout = std::min(budget, *left);
-        }
+        ToolCallOptions call_options;
+        call_options.cancel = stop.token();
+        call_options.max_budget = stop.remaining();
         if (files_owed) {
-          execute_options.files = files;
+          call_options.files = files;
         } else if (dir_owed) {
           try {
             sandbox_.make_dir(facts.capabilities.upload_dir);
@@ -288,38 +253,35 @@ InterpreterResult SandboxCodeInterpreter::execute(std::string_view request, std:
           }
           dir_owed = false;
         }
-        ExecutionResult executed;
-        try {
-          executed = sandbox_.execute_code(*code, execute_options);
-        } catch (const std::invalid_argument&) {
-          throw;
-        } catch (const std::exception& e) {
-          stopped(StopReason::kSandboxError, std::string("[stopped: the sandbox failed: ") + e.what() + "]",
-                  std::current_exception());
-          return result;
+        auto called = tool.call(call.arguments, call_options);
+        if (called.error) {
+          try {
+            std::rethrow_exception(called.error);
+          } catch (const std::invalid_argument&) {
+            throw;
+          } catch (const std::exception& e) {
+            stopped(StopReason::kSandboxError, std::string("[stopped: the sandbox failed: ") + e.what() + "]",
+                    std::current_exception());
+            return result;
+          }
         }
-        if (files_owed) {
-          // kError with a FailureDetail: the call never ran, so the upload may not have happened either.
-          const bool never_ran = executed.status == ExecutionStatus::kError && executed.failure.has_value();
-          files_owed = never_ran;
-          dir_owed = dir_owed && never_ran;
+        answer.content = std::move(called.text);
+        answer.is_error = called.is_error;
+        answer.images = std::move(called.images);
+        if (called.execution) {
+          const ExecutionResult& executed = *called.execution;
+          if (files_owed) {
+            // kError with a FailureDetail: the call never ran, so the upload may not have happened either.
+            const bool never_ran = executed.status == ExecutionStatus::kError && executed.failure.has_value();
+            files_owed = never_ran;
+            dir_owed = dir_owed && never_ran;
+          }
+          if (executed.state_lost) {
+            files_owed = !files.empty();
+            dir_owed = facts.capabilities.filesystem;
+          }
+          result.code_exec_results.push_back({std::move(called.code), std::move(*called.execution), {}});
         }
-        if (executed.state_lost) {
-          files_owed = !files.empty();
-          dir_owed = facts.capabilities.filesystem;
-        }
-        const auto text = interpreter::format_tool_result(executed, options_.max_tool_result_bytes);
-        answer.content = text.content;
-        answer.is_error = text.is_error;
-        std::size_t dropped = 0;
-        answer.images = interpreter::tool_result_images(executed, options_.max_images_per_result,
-                                                        options_.max_image_bytes, dropped);
-        if (dropped > 0) {
-          answer.content += fmt::format("\n[{} image{} not sent: at most {} per result, each at most {} bytes]", dropped,
-                                        dropped == 1 ? "" : "s", options_.max_images_per_result,
-                                        options_.max_image_bytes);
-        }
-        result.code_exec_results.push_back({*code, std::move(executed), {}});
       }
       result.messages.push_back(std::move(answer));
     }

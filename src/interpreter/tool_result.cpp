@@ -31,6 +31,14 @@ std::string exception_name(const ExecutionResult& result) {
 
 }  // namespace
 
+std::string quoted_name(std::string_view name) {
+  std::string out(name.substr(0, 64));
+  for (auto& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f || c == '\'') c = '?';
+  }
+  return out;
+}
+
 std::string bound_text(std::string_view text, std::size_t max_bytes) {
   if (text.size() <= max_bytes) return std::string(text);
   // Every number in the note is at most text.size(), so this note is the longest the real one can be.

@@ -30,6 +30,10 @@ struct ToolResultText {
 std::vector<ChatImage> tool_result_images(const ExecutionResult& result, std::size_t max_images,
                                           std::size_t max_image_bytes, std::size_t& dropped);
 
+/// A name the model wrote (a tool's, an argument's, a file's), made safe to quote back to it: at most 64 bytes,
+/// control bytes, non-ASCII bytes and "'" as '?'.
+std::string quoted_name(std::string_view name);
+
 /// The tool result for `result`, at most `max_bytes` long:
 ///  - kSuccess: text(), or "[no output]" when it is empty;
 ///  - kError: text() (the traceback or the reason the code did not run);

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <system_error>
 
+#include "core/declared_capabilities.hpp"
 #include "code_interpreter/logging.hpp"
 #include "core/nested.hpp"
 #include "core/network_policy.hpp"
@@ -323,7 +324,9 @@ std::optional<std::string> PyodideSandbox::sandbox_id() const { return impl_->ho
 
 ConfinementReport PyodideSandbox::confinement() const { return impl_->host.report(); }
 
-Capabilities PyodideSandbox::capabilities() const {
+Capabilities PyodideSandbox::capabilities() const { return detail::pyodide_capabilities(PyodideOptions{}); }
+
+Capabilities detail::pyodide_capabilities(const PyodideOptions&) {
   Capabilities c;
   c.stateful = true;
   c.shell_commands = false;

@@ -24,7 +24,7 @@ expect() {
   fi
 }
 
-expect "run repl backends list kill sweep packages help" code-interpreter ""
+expect "run repl backends list kill sweep packages mcp help" code-interpreter ""
 expect "run repl" code-interpreter r
 expect "sweep" code-interpreter sw
 expect "--help --version" code-interpreter --
@@ -39,6 +39,9 @@ expect "" code-interpreter run --timeout ""
 expect "run repl" code-interpreter help r
 expect "" code-interpreter help run ""
 expect "--help" code-interpreter backends -
+expect "--config --backend --template --interpreter --timeout --max-timeout --max-sandboxes --max-message-bytes --help" code-interpreter mcp -
+expect "mcp" code-interpreter mc
+expect "" code-interpreter mcp --max-sandboxes ""
 expect "packages" code-interpreter pa
 expect "fetch list" code-interpreter packages ""
 expect "--dir --lock --runtime --base-url --help" code-interpreter packages fetch -

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 CLI, DOCS, VERSION = sys.argv[1], sys.argv[2], sys.argv[3]
-SUBCOMMANDS = ["run", "repl", "backends", "list", "kill", "sweep", "packages", "help"]
+SUBCOMMANDS = ["run", "repl", "backends", "list", "kill", "sweep", "packages", "mcp", "help"]
 failures = []
 
 
@@ -55,6 +55,13 @@ check("a long unknown subcommand is cut, control characters hidden", run("x" * 4
       (64, "", "code-interpreter: unknown subcommand '" + "x" * 32 + "...'\n" + TOOL_USAGE))
 check("help of an unknown subcommand", run("help", "frob"),
       (64, "", "code-interpreter: unknown subcommand 'frob'\n" + usage_of("help")))
+check("mcp: an unknown option", run("mcp", "--frob"),
+      (64, "", "code-interpreter: unknown option --frob\n" + usage_of("mcp")))
+check("mcp: --max-sandboxes out of range", run("mcp", "--max-sandboxes", "0"),
+      (64, "", "code-interpreter: --max-sandboxes takes a whole number from 1 to 1000\n" + usage_of("mcp")))
+check("mcp: a backend the factory refuses", run("mcp", "--backend", "frob"),
+      (64, "", "code-interpreter: configuration: unknown backend in 'backend' (known: pyodide, e2b, bedrock)\n"
+       + usage_of("mcp")))
 check("run: an unknown option", run("run", "--frob", "-c", "1"),
       (64, "", "code-interpreter: unknown option --frob\n" + usage_of("run")))
 check("run: a long unknown option is cut", run("run", "--" + "k" * 40, "-c", "1"),

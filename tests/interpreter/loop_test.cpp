@@ -12,6 +12,7 @@
 #include "code_interpreter/interpreter.hpp"
 #include "code_interpreter/logging.hpp"
 #include "code_interpreter/testing/fake_sandbox.hpp"
+#include "results.hpp"
 
 namespace ci = code_interpreter;
 using ci::testing::FakeLMInvoker;
@@ -20,13 +21,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-ci::ExecutionResult success(std::string out) {
-  ci::ExecutionResult r;
-  r.status = ci::ExecutionStatus::kSuccess;
-  r.stdout_text = std::move(out);
-  r.exit_code = 0;
-  return r;
-}
+using ci::test_support::success;
 
 ci::ChatMessage tool_message(std::string content, std::string id, bool is_error = false) {
   return ci::ChatMessage{ci::ChatRole::kTool, std::move(content), {}, std::move(id), is_error};
