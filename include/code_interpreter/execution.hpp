@@ -247,9 +247,10 @@ struct Capabilities {
   std::vector<NetworkAccess> network_policies;
   std::string upload_dir;       ///< where ExecuteOptions::files go by default
   // processes
-  bool processes = false;        ///< spawn, list_processes and a handle's wait / poll / kill work
+  bool processes = false;        ///< spawn and a handle's wait / poll / kill / terminate work
   bool process_stdin = false;    ///< send_stdin and close_stdin work
-  bool process_connect = false;  ///< connect_process re-attaches to a running process
+  bool process_connect = false;  ///< connect_process attaches to a process by its id
+  bool process_list = false;     ///< list_processes works
   bool process_signals = false;  ///< kill and terminate send SIGKILL and SIGTERM (false: the backend's one stop)
   friend bool operator==(const Capabilities&, const Capabilities&) = default;
 };

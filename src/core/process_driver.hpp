@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -22,15 +23,15 @@ namespace code_interpreter::detail {
 /// sandbox; this is what it holds instead.
 class SandboxLink {
  public:
+  /// Ends the link: stops what waits on token(), then waits for every use() in progress to finish (they are
+  /// cancelled by the stop) before later ones throw.
   void end() {
-    {
-      std::lock_guard lock(mutex_);
-      ended_ = true;
-    }
     stop_.request_stop();
+    std::unique_lock lock(mutex_);
+    ended_ = true;
   }
   [[nodiscard]] bool ended() const {
-    std::lock_guard lock(mutex_);
+    std::shared_lock lock(mutex_);
     return ended_;
   }
   /// Stopped when the sandbox ends.
@@ -39,9 +40,17 @@ class SandboxLink {
   void require_alive() const {
     if (ended()) throw SandboxNotInitializedError();
   }
+  /// Keeps the sandbox from ending (end() waits) while the returned lock lives: for a driver that calls into its
+  /// backend's sandbox state. Hold it only across calls that token() cancels.
+  /// @throws SandboxNotInitializedError once ended.
+  [[nodiscard]] std::shared_lock<std::shared_mutex> use() const {
+    std::shared_lock lock(mutex_);
+    if (ended_) throw SandboxNotInitializedError();
+    return lock;
+  }
 
  private:
-  mutable std::mutex mutex_;
+  mutable std::shared_mutex mutex_;
   bool ended_ = false;
   std::stop_source stop_;
 };

@@ -222,7 +222,7 @@ Capabilities E2BSandbox::capabilities() const {
                                       detail::kUploadDir);
   c.network_policies = {NetworkAccess::kNone, NetworkAccess::kAllowlist, NetworkAccess::kAll};
   // envd's process service: Start, SendInput, CloseStdin, SendSignal, Connect, List (docs/protocols/e2b.md).
-  c.processes = c.process_stdin = c.process_connect = c.process_signals = true;
+  c.processes = c.process_stdin = c.process_connect = c.process_list = c.process_signals = true;
   return c;
 }
 
