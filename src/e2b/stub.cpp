@@ -255,30 +255,27 @@ http::Request E2BStub::execute_request(std::optional<std::string_view> context_i
   return request;
 }
 
-http::Request E2BStub::command_request(std::string_view cmd, const CommandOptions& o, milliseconds budget) const {
+namespace {
+// The ProcessConfig of a shell command, as the SDK's commands.run sends it (docs/protocols/e2b.md "process.Process/Start").
+json shell_process(std::string_view cmd, const std::map<std::string, std::string>& env,
+                   const std::optional<std::string>& cwd) {
   json process = {{"cmd", "/bin/bash"}, {"args", json::array({"-l", "-c", std::string(cmd)})}, {"envs", json::object()}};
-  for (const auto& [k, v] : o.env) process["envs"][k] = v;
-  if (o.cwd) process["cwd"] = *o.cwd;
-  const json body = {{"process", process}, {"stdin", false}};
+  for (const auto& [k, v] : env) process["envs"][k] = v;
+  if (cwd) process["cwd"] = *cwd;
+  return process;
+}
+// The Connect protocol allows at most 10 digits of Connect-Timeout-Ms (a longer value is refused): a budget beyond
+// that (~115 days) is no limit.
+constexpr milliseconds kMaxConnectTimeout{9'999'999'999};
+}  // namespace
 
-  auto request = sandbox_request(http::Operation::kE2BCommand, kEnvdPort, "POST", "/process.Process/Start",
-                                 http::encode_envelope(0, body.dump()));
-  request.headers.emplace_back("Content-Type", "application/connect+json");
-  request.headers.emplace_back("Connect-Protocol-Version", "1");
-  request.headers.emplace_back("Keepalive-Ping-Interval", std::to_string(options.process_keepalive.count()));
-  request.idle_timeout = 2 * options.process_keepalive;
+http::Request E2BStub::command_request(std::string_view cmd, const CommandOptions& o, milliseconds budget) const {
+  auto request = stream_request(http::Operation::kE2BCommand, "Start",
+                                json{{"process", shell_process(cmd, o.env, o.cwd)}, {"stdin", false}}, budget);
   // envd kills the process when Connect-Timeout-Ms elapses (docs/protocols/e2b.md "process.Process/Start"); our own
-  // limit is a backstop. The Connect protocol allows at most 10 digits (a longer value is refused): a budget beyond
-  // that (~115 days) is no limit.
-  constexpr milliseconds kMaxConnectTimeout{9'999'999'999};
+  // limit is a backstop.
   constexpr milliseconds kBackstop{std::chrono::seconds(10)};
-  if (budget.count() > 0 && budget <= kMaxConnectTimeout) {
-    request.headers.emplace_back("Connect-Timeout-Ms", std::to_string(budget.count()));
-    request.timeout = budget + kBackstop;
-  } else {
-    request.timeout = milliseconds(0);
-  }
-  request.http1_only = true;
+  if (budget.count() > 0 && budget <= kMaxConnectTimeout) request.timeout = budget + kBackstop;
   return request;
 }
 
@@ -289,21 +286,18 @@ http::Request E2BStub::stream_request(http::Operation op, std::string_view metho
   request.headers.emplace_back("Content-Type", "application/connect+json");
   request.headers.emplace_back("Connect-Protocol-Version", "1");
   request.headers.emplace_back("Keepalive-Ping-Interval", std::to_string(options.process_keepalive.count()));
-  // A stream silent for twice its keep-alive interval is dead (docs/protocols/e2b.md "process.Process/Start").
+  // A stream silent for twice its keep-alive interval is dead (docs/protocols/e2b.md "process.Process/Connect and the
+  // unary process calls").
   request.idle_timeout = 2 * options.process_keepalive;
-  constexpr milliseconds kMaxConnectTimeout{9'999'999'999};
   if (budget.count() > 0 && budget <= kMaxConnectTimeout)
     request.headers.emplace_back("Connect-Timeout-Ms", std::to_string(budget.count()));
   request.timeout = milliseconds(0);  // the process's lifetime is envd's to enforce; a dead stream is the watchdog's
-  request.http1_only = true;
+  request.http1_only = true;  // closing the connection must reach envd as a disconnect
   return request;
 }
 
 http::Request E2BStub::spawn_request(std::string_view cmd, const SpawnOptions& o) const {
-  json process = {{"cmd", "/bin/bash"}, {"args", json::array({"-l", "-c", std::string(cmd)})}, {"envs", json::object()}};
-  for (const auto& [k, v] : o.env) process["envs"][k] = v;
-  if (o.cwd) process["cwd"] = *o.cwd;
-  const json body = {{"process", process}, {"stdin", o.stdin_pipe}};
+  const json body = {{"process", shell_process(cmd, o.env, o.cwd)}, {"stdin", o.stdin_pipe}};
   return stream_request(http::Operation::kE2BCommand, "Start", body, o.timeout.value_or(milliseconds(0)));
 }
 

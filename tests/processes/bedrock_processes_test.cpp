@@ -7,6 +7,7 @@
 
 #include "../integration/bedrock_test_support.hpp"
 #include "code_interpreter/process.hpp"
+#include "process_test_support.hpp"
 
 using namespace code_interpreter;
 using namespace std::chrono_literals;
@@ -14,16 +15,7 @@ using code_interpreter::test::BedrockServer;
 
 namespace {
 
-ErrorKind kind_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const SandboxExecutionError& e) {
-    CHECK(e.stage() == Stage::kCommand);
-    return e.kind();
-  }
-  FAIL("no SandboxExecutionError");
-  return ErrorKind::kUnknown;
-}
+using test::command_error_kind;
 
 }  // namespace
 
@@ -85,7 +77,7 @@ TEST_CASE("bedrock task: connect_process by task id gets the whole output (getTa
   CHECK(r.state == ProcessState::kExited);
   CHECK(r.stdout_text == "early\nlate\n");
   CHECK_FALSE(r.output_lost);
-  CHECK(kind_of([&] { (void)sandbox->connect_process("no-such-task"); }) == ErrorKind::kNotFound);
+  CHECK(command_error_kind([&] { (void)sandbox->connect_process("no-such-task"); }) == ErrorKind::kNotFound);
   sandbox->terminate();
 }
 
@@ -100,12 +92,12 @@ TEST_CASE("bedrock task: stdin, listing and a lifetime timeout are refused with 
   CHECK_FALSE(c.process_list);
   CHECK_FALSE(c.process_signals);
   auto p = sandbox->spawn("sleep 30");
-  CHECK(kind_of([&] { p.send_stdin("x"); }) == ErrorKind::kUnsupported);
-  CHECK(kind_of([&] { p.close_stdin(); }) == ErrorKind::kUnsupported);
-  CHECK(kind_of([&] { (void)sandbox->list_processes(); }) == ErrorKind::kUnsupported);
+  CHECK(command_error_kind([&] { p.send_stdin("x"); }) == ErrorKind::kUnsupported);
+  CHECK(command_error_kind([&] { p.close_stdin(); }) == ErrorKind::kUnsupported);
+  CHECK(command_error_kind([&] { (void)sandbox->list_processes(); }) == ErrorKind::kUnsupported);
   SpawnOptions o;
   o.timeout = 1s;
-  CHECK(kind_of([&] { (void)sandbox->spawn("true", o); }) == ErrorKind::kUnsupported);
+  CHECK(command_error_kind([&] { (void)sandbox->spawn("true", o); }) == ErrorKind::kUnsupported);
   p.terminate();
   CHECK(p.wait(20s).state == ProcessState::kSignaled);
   sandbox->terminate();

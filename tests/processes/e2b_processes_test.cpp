@@ -8,6 +8,7 @@
 
 #include "../integration/e2b_test_support.hpp"
 #include "code_interpreter/process.hpp"
+#include "process_test_support.hpp"
 
 using namespace code_interpreter;
 using namespace std::chrono_literals;
@@ -22,16 +23,7 @@ void await_stdout(ProcessHandle& handle, const std::string& text) {
   REQUIRE(handle.poll().stdout_text == text);
 }
 
-ErrorKind kind_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const SandboxExecutionError& e) {
-    CHECK(e.stage() == Stage::kCommand);
-    return e.kind();
-  }
-  FAIL("no SandboxExecutionError");
-  return ErrorKind::kUnknown;
-}
+using test::command_error_kind;
 
 std::size_t count_requests(E2BServer& server, const std::string& path) { return server.requests("POST", path).size(); }
 
@@ -173,8 +165,8 @@ TEST_CASE("stdin: a process spawned without a stdin pipe refuses send_stdin with
   SpawnOptions o;
   o.stdin_pipe = false;
   auto p = sandbox->spawn("cat; echo done", o);  // stdin is empty: cat ends at once
-  CHECK(kind_of([&] { p.send_stdin("x"); }) == ErrorKind::kInvalidArgument);
-  CHECK(kind_of([&] { p.close_stdin(); }) == ErrorKind::kInvalidArgument);
+  CHECK(command_error_kind([&] { p.send_stdin("x"); }) == ErrorKind::kInvalidArgument);
+  CHECK(command_error_kind([&] { p.close_stdin(); }) == ErrorKind::kInvalidArgument);
   CHECK(p.wait(20s).stdout_text == "done\n");
   CHECK(count_requests(server, "/process.Process/SendInput") == 0);
   sandbox->terminate();
@@ -185,7 +177,7 @@ TEST_CASE("stdin: send_stdin to a process that ended is kNotFound", "[processes]
   auto sandbox = E2BSandbox::create(server.options());
   auto p = sandbox->spawn("true");
   REQUIRE(p.wait(20s).state == ProcessState::kExited);
-  CHECK(kind_of([&] { p.send_stdin("late\n"); }) == ErrorKind::kNotFound);
+  CHECK(command_error_kind([&] { p.send_stdin("late\n"); }) == ErrorKind::kNotFound);
   sandbox->terminate();
 }
 
@@ -306,7 +298,7 @@ TEST_CASE("connect_process: a dropped handle leaves the process running, and con
 TEST_CASE("connect_process: an id that is not running is kNotFound", "[processes][e2b]") {
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
-  CHECK(kind_of([&] { (void)sandbox->connect_process("4000000000"); }) == ErrorKind::kNotFound);
+  CHECK(command_error_kind([&] { (void)sandbox->connect_process("4000000000"); }) == ErrorKind::kNotFound);
   sandbox->terminate();
 }
 
@@ -483,7 +475,7 @@ TEST_CASE("spawn: a working directory that does not exist is refused by envd: kI
   auto sandbox = E2BSandbox::create(server.options());
   SpawnOptions o;
   o.cwd = "/no/such/dir";
-  CHECK(kind_of([&] { (void)sandbox->spawn("true", o); }) == ErrorKind::kInvalidArgument);
+  CHECK(command_error_kind([&] { (void)sandbox->spawn("true", o); }) == ErrorKind::kInvalidArgument);
   sandbox->terminate();
 }
 
