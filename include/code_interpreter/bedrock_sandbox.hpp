@@ -103,6 +103,9 @@ class CODE_INTERPRETER_EXPORT BedrockAgentCoreSandbox final : public CodeInterpr
   std::optional<std::string> do_download_file(std::string_view path, Timeout timeout,
                                               std::optional<std::uint64_t> max_bytes) override;
   void do_terminate(Timeout timeout) override;
+  // processes
+  ProcessHandle do_spawn(std::string_view command, const SpawnOptions& options) override;
+  ProcessHandle do_connect_process(std::string_view id, const ProcessConnectOptions& options) override;
 
  private:
   struct Impl;

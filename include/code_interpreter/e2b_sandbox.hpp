@@ -54,6 +54,11 @@ struct E2BOptions {
   /// bytes received. Default 512 MiB; 0 is refused (SandboxStartError, stage configure).
   std::uint64_t max_download_bytes = std::uint64_t{512} << 20;
   std::stop_token cancel;                   ///< cancels create / connect
+  // processes
+  /// How often envd is asked to send a keep-alive on a process stream when the process writes nothing
+  /// (Keepalive-Ping-Interval, whole seconds, at least 1 s). A stream silent for twice this long is dead: the
+  /// command or process re-attaches by pid (docs/backends/e2b.md "Processes").
+  std::chrono::seconds process_keepalive{50};
 };
 
 /// A code interpreter context (a kernel): its own state and language. See E2BSandbox::create_context.
@@ -110,6 +115,10 @@ class CODE_INTERPRETER_EXPORT E2BSandbox final : public CodeInterpreterSandbox {
   std::optional<std::string> do_download_file(std::string_view path, Timeout timeout,
                                               std::optional<std::uint64_t> max_bytes) override;
   void do_terminate(Timeout timeout) override;
+  // processes
+  ProcessHandle do_spawn(std::string_view command, const SpawnOptions& options) override;
+  std::vector<ProcessInfo> do_list_processes() override;
+  ProcessHandle do_connect_process(std::string_view id, const ProcessConnectOptions& options) override;
 
  private:
   struct Impl;

@@ -162,7 +162,9 @@ struct CODE_INTERPRETER_EXPORT ExecutionResult {
   std::vector<RichResult> results;                    ///< rich outputs; the last expression's value is main
   std::optional<TimeoutKind> timeout_kind;            ///< set exactly when status is kTimeout
   bool state_lost = false;  ///< the interpreter's state (variables, files) was lost during or before this call
-  bool truncated = false;   ///< stdout_text or stderr_text was cut at the output cap (or rich results dropped)
+  /// stdout_text or stderr_text was cut at the output cap (or rich results dropped), or is missing a part: an E2B
+  /// command stream cut mid-run was re-attached, and what the command wrote meanwhile is not replayed.
+  bool truncated = false;
 
   /// The text a person (or a language model) should read: stdout, stderr, the error (the traceback if any), the
   /// main result's text/plain and "[output truncated]" if truncated. Each non-empty part has its trailing newlines
@@ -244,6 +246,12 @@ struct Capabilities {
   /// The network policies this sandbox's create accepts (docs/backends.md "Network policy"), in NetworkAccess order.
   std::vector<NetworkAccess> network_policies;
   std::string upload_dir;       ///< where ExecuteOptions::files go by default
+  // processes
+  bool processes = false;        ///< spawn and a handle's wait / poll / kill / terminate work
+  bool process_stdin = false;    ///< send_stdin and close_stdin work
+  bool process_connect = false;  ///< connect_process attaches to a process by its id
+  bool process_list = false;     ///< list_processes works
+  bool process_signals = false;  ///< kill and terminate send SIGKILL and SIGTERM (false: the backend's one stop)
   friend bool operator==(const Capabilities&, const Capabilities&) = default;
 };
 

@@ -15,6 +15,7 @@
 #include "code_interpreter/errors.hpp"
 #include "code_interpreter/execution.hpp"
 #include "code_interpreter/export.hpp"
+#include "code_interpreter/process.hpp"
 
 namespace code_interpreter {
 
@@ -121,6 +122,28 @@ class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
   bool download_file_to(std::string_view path, const std::filesystem::path& destination,
                         Timeout timeout = std::nullopt, std::optional<std::uint64_t> max_bytes = std::nullopt);
 
+  // ---- processes (docs/errors.md "Processes"; what each backend does: Capabilities::processes and its guide) ----
+
+  /// Starts `command` (run by the sandbox's shell, as execute_command does) in the background and returns once it
+  /// started. Its output goes to the options' callbacks and to the handle's results, by execute_command's rules.
+  /// @throws std::invalid_argument for an empty command, a command, cwd or env that is not valid UTF-8 or holds NUL,
+  ///         or an env name that is empty or holds '='.
+  /// @throws SandboxExecutionError (stage command): kUnsupported where the backend has no processes
+  ///         (Capabilities::processes false), else the backend's refusal or transport failure.
+  /// @throws SandboxNotInitializedError after terminate.
+  [[nodiscard]] ProcessHandle spawn(std::string_view command, const SpawnOptions& options = {});
+  /// The processes running in the sandbox. @throws as spawn.
+  [[nodiscard]] std::vector<ProcessInfo> list_processes();
+  /// Attaches a new handle to a process started earlier (by spawn, another client, or before a handle was dropped),
+  /// named by `id` (ProcessHandle::id, ProcessInfo::id). Its output from now on reaches the handle; what it wrote
+  /// before is not replayed where the backend cannot (ProcessResult::output_lost then says so).
+  /// Named apart from E2BSandbox::connect (which attaches to a sandbox).
+  /// @throws std::invalid_argument for an id that is empty or not the backend's form of one.
+  /// @throws SandboxExecutionError (stage command): kNotFound for a process that is not running, kUnsupported where
+  ///         the backend cannot (Capabilities::process_connect false).
+  /// @throws SandboxNotInitializedError after terminate.
+  [[nodiscard]] ProcessHandle connect_process(std::string_view id, const ProcessConnectOptions& options = {});
+
  protected:
   CodeInterpreterSandbox(Language language, std::vector<std::string> additional_packages)
       : language_(language), packages_(std::move(additional_packages)) {}
@@ -138,6 +161,12 @@ class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
   virtual void do_make_dir(std::string_view path) = 0;
   virtual bool do_download_file_to(std::string_view path, const std::filesystem::path& destination,
                                    Timeout timeout, std::optional<std::uint64_t> max_bytes) = 0;
+
+  // processes: each refuses with SandboxExecutionError (stage command, kUnsupported) unless a backend overrides it,
+  // so a subclass written before processes existed compiles and answers honestly.
+  virtual ProcessHandle do_spawn(std::string_view command, const SpawnOptions& options);
+  virtual std::vector<ProcessInfo> do_list_processes();
+  virtual ProcessHandle do_connect_process(std::string_view id, const ProcessConnectOptions& options);
 
  private:
   Language language_;

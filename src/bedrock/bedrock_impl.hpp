@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bedrock/stub.hpp"
+#include "core/process_driver.hpp"
 #include "code_interpreter/bedrock_sandbox.hpp"
 #include "core/call_registry.hpp"
 #include "core/deadline.hpp"
@@ -32,7 +33,13 @@ struct BedrockAgentCoreSandbox::Impl {
   std::mutex exec_mutex;  // executions on one session run one at a time
   detail::CallRegistry calls;
 
+  /// Shared with the process handles: ended by terminate and by the sandbox's destruction (core/process_driver.hpp).
+  std::shared_ptr<detail::SandboxLink> link = std::make_shared<detail::SandboxLink>();
+
   explicit Impl(BedrockOptions options) : stub(std::move(options)) { language = stub.options.language; }
+  ~Impl() { link->end(); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   /// Retry hooks that keep every attempt, and every sleep between them, within `deadline`.
   [[nodiscard]] static http::RetryHooks deadline_hooks(const detail::Deadline& deadline);
@@ -71,6 +78,10 @@ struct BedrockAgentCoreSandbox::Impl {
   // ---- commands.cpp ----
   ExecutionResult command(std::string_view cmd, const CommandOptions& o);
   void stop_task(const std::string& task_id);
+  /// The command line of startCommandExecution: exports of `env`, then `cmd` in `cwd` (a bad env name: nullopt, and
+  /// `refusal` says why).
+  std::optional<std::string> command_line(std::string_view cmd, const std::map<std::string, std::string>& env,
+                                          const std::optional<std::string>& cwd, std::string& refusal) const;
 
   // ---- files.cpp ----
   bedrock::Invocation file_tool(http::Operation op, std::string_view tool, nlohmann::json arguments,

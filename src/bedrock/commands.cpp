@@ -21,21 +21,10 @@ using std::chrono::milliseconds;
 ExecutionResult BedrockAgentCoreSandbox::Impl::command(std::string_view cmd, const CommandOptions& o) {
   const auto call = calls.begin(o.cancel);
   std::unique_lock lock(exec_mutex);
-  std::string full;
-  for (const auto& [name, value] : o.env) {
-    const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
-                            std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
-    if (!identifier)
-      return detail::never_ran(std::string(cmd), "env: '" + bedrock::bounded_text(name, 64) +
-                                                     "' is not a shell variable name (CommandOptions::env)",
-                               std::nullopt);
-    full += "export " + name + "=" + bedrock::shell_quote(value) + "; ";
-  }
-  // A cwd that cannot be entered fails the command: `cd dir && cmd` alone would still run the rest of a list
-  // such as `a; b` in the wrong directory, so the command goes in a group (on lines of its own, so that a
-  // trailing comment or here-document cannot swallow the closing brace).
-  if (o.cwd) full += "cd -- " + bedrock::shell_quote(*o.cwd) + " && {\n" + std::string(cmd) + "\n}";
-  else full += cmd;
+  std::string refusal;
+  const auto line = command_line(cmd, o.env, o.cwd, refusal);
+  if (!line) return detail::never_ran(std::string(cmd), refusal, std::nullopt);
+  const std::string& full = *line;
 
   const milliseconds budget = o.timeout.value_or(detail::kDefaultCommandTimeout);
   const auto limit = Deadline::after(budget, budget);  // none for <= 0, or for a budget the clock cannot reach
@@ -154,6 +143,28 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::command(std::string_view cmd, con
     if (r.exit_code != 0) r.error = "exit status " + std::to_string(r.exit_code);
   }
   return r;
+}
+
+std::optional<std::string> BedrockAgentCoreSandbox::Impl::command_line(std::string_view cmd,
+                                                                      const std::map<std::string, std::string>& env,
+                                                                      const std::optional<std::string>& cwd,
+                                                                      std::string& refusal) const {
+  std::string full;
+  for (const auto& [name, value] : env) {
+    const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                            std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+    if (!identifier) {
+      refusal = "env: '" + bedrock::bounded_text(name, 64) + "' is not a shell variable name (CommandOptions::env)";
+      return std::nullopt;
+    }
+    full += "export " + name + "=" + bedrock::shell_quote(value) + "; ";
+  }
+  // A cwd that cannot be entered fails the command: `cd dir && cmd` alone would still run the rest of a list
+  // such as `a; b` in the wrong directory, so the command goes in a group (on lines of its own, so that a
+  // trailing comment or here-document cannot swallow the closing brace).
+  if (cwd) full += "cd -- " + bedrock::shell_quote(*cwd) + " && {\n" + std::string(cmd) + "\n}";
+  else full += cmd;
+  return full;
 }
 
 void BedrockAgentCoreSandbox::Impl::stop_task(const std::string& task_id) {

@@ -171,6 +171,9 @@ Capabilities detail::bedrock_capabilities(const BedrockOptions& options) {
                                       detail::kRelativeUploadDir);
   // Only all() can be honoured, and only by a PUBLIC interpreter (bedrock/stub.cpp check_network_mode).
   if (mode == "PUBLIC") c.network_policies = {NetworkAccess::kAll};
+  // Tasks (docs/protocols/bedrock.md "Tools"): startCommandExecution, getTask by id, stopTask; no stdin, no listing
+  // of tasks, no signals.
+  c.processes = c.process_connect = true;
   return c;
 }
 
@@ -194,6 +197,7 @@ void BedrockAgentCoreSandbox::do_terminate(Timeout timeout) {
   const auto ex = impl_->stop(Deadline::after(timeout, impl_->stub.options.request_timeout * 2));
   if (Impl::stopped(ex)) {
     impl_->calls.mark_terminated();
+    impl_->link->end();
     return;
   }
   impl_->calls.terminate_failed();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/file_guards.hpp"
+#include "core/process_driver.hpp"
 #include "core/utf8.hpp"
 
 namespace code_interpreter {
@@ -126,6 +127,38 @@ ExecutionResult CodeInterpreterSandbox::execute_command(std::string_view command
 }
 
 void CodeInterpreterSandbox::set_timeout(std::chrono::seconds lease) { do_set_timeout(lease); }
+
+// ---- processes ----
+
+ProcessHandle CodeInterpreterSandbox::spawn(std::string_view command, const SpawnOptions& options) {
+  if (command.empty()) throw std::invalid_argument("command is empty");
+  if (command.find('\0') != std::string_view::npos) throw std::invalid_argument("command contains a NUL byte");
+  require_utf8(command, "command");
+  if (options.cwd) check_path(*options.cwd, "cwd");
+  check_env(options.env);
+  return do_spawn(command, options);
+}
+
+std::vector<ProcessInfo> CodeInterpreterSandbox::list_processes() { return do_list_processes(); }
+
+ProcessHandle CodeInterpreterSandbox::connect_process(std::string_view id, const ProcessConnectOptions& options) {
+  if (id.empty()) throw std::invalid_argument("process id is empty");
+  if (id.size() > 256) throw std::invalid_argument("process id is longer than 256 bytes");
+  require_utf8(id, "process id");
+  return do_connect_process(id, options);
+}
+
+ProcessHandle CodeInterpreterSandbox::do_spawn(std::string_view, const SpawnOptions&) {
+  detail::refuse_process_operation("spawn", "this sandbox");
+}
+
+std::vector<ProcessInfo> CodeInterpreterSandbox::do_list_processes() {
+  detail::refuse_process_operation("list_processes", "this sandbox");
+}
+
+ProcessHandle CodeInterpreterSandbox::do_connect_process(std::string_view, const ProcessConnectOptions&) {
+  detail::refuse_process_operation("connect_process", "this sandbox");
+}
 
 void CodeInterpreterSandbox::write_file(std::string_view path, std::string_view data) {
   check_path(path, "path");

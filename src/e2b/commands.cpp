@@ -29,14 +29,26 @@ ExecutionResult E2BSandbox::Impl::command(std::string_view cmd, const CommandOpt
   auto request = stub.command_request(cmd, o, budget);
   e2b::ProcessStream stream(o.on_stdout ? &o.on_stdout : nullptr, o.on_stderr ? &o.on_stderr : nullptr,
                             stub.options.max_output_bytes, stub.options.max_line_bytes);
-  std::string error_body;
-  const auto ex = perform_streamed(request, call->token(), stream, error_body);
+  // A stream cut mid-run is re-attached by pid within the budget (docs/backends/e2b.md "Processes").
+  std::optional<Clock::time_point> deadline;
+  if (budget.count() > 0) deadline = started + budget;
+  auto followed = e2b::follow_process(client, stub, std::move(request), call->token(), deadline, stream,
+                                      [&stream](std::string_view piece) { return stream.feed(piece); });
+  const auto& ex = followed.ex;
+  const auto& error_body = followed.error_body;
   r.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
   stream.finish();
   stream.collect(r);
+  if (followed.cuts > 0) r.truncated = true;  // envd does not replay what was written while cut off
 
   if (stream.fault() != e2b::StreamFault::kNone) {
     e2b::apply_fault(stream.fault(), stream.fault_detail(), r);
+    return r;
+  }
+  if (followed.not_found) {
+    unknown(r, "connect.not_found",
+            "command: the stream was cut and envd no longer knows the process: it ended meanwhile, and its exit "
+            "status cannot be learned");
     return r;
   }
   if (ex.ok() && ex.response.status != 200 && ex.response.status < 400) {

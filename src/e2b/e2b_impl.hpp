@@ -18,6 +18,7 @@
 #include "code_interpreter/e2b_sandbox.hpp"
 #include "core/call_registry.hpp"
 #include "core/deadline.hpp"
+#include "core/process_driver.hpp"
 #include "e2b/streams.hpp"
 #include "e2b/stub.hpp"
 #include "http/http_client.hpp"
@@ -32,7 +33,13 @@ struct E2BSandbox::Impl {
   detail::CallRegistry calls;
   Language language = Language::kPython;
 
+  /// Shared with the process handles: ended by terminate and by the sandbox's destruction (core/process_driver.hpp).
+  std::shared_ptr<detail::SandboxLink> link = std::make_shared<detail::SandboxLink>();
+
   explicit Impl(E2BOptions options) : stub(std::move(options)) {}
+  ~Impl() { link->end(); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   /// One guard per public call, cancelled by the caller or by terminate.
   std::unique_ptr<detail::CallRegistry::Call> begin_call(std::stop_token user = {}) { return calls.begin(std::move(user)); }
@@ -92,6 +99,27 @@ void apply_fault(StreamFault fault, const std::string& detail, ExecutionResult& 
 /// A status that is neither the stream (200) nor a refusal (>= 400): unclassifiable, so cautious (docs/errors.md
 /// "FailureDetail").
 void unexpected_status(int status, std::string_view what, ExecutionResult& r);
+/// A failed unary call as the error a lifecycle or file call throws: SandboxExecutionError (stage `stage`), its kind
+/// from the Connect error code or the transport, the service's words (secrets removed), the transport nested.
+[[noreturn]] void throw_call_error(const E2BStub& stub, const http::Exchange& ex, Stage stage, std::string_view what);
+
+/// What following a process's stream came to (follow_process).
+struct Followed {
+  http::Exchange ex;       ///< the last exchange (the Start, or the last Connect)
+  std::string error_body;  ///< its body when it was not a 200
+  int cuts = 0;            ///< how many times the stream broke mid-run (what was written meanwhile is not replayed)
+  int reattached = 0;      ///< how many times the stream was re-attached by pid
+  bool not_found = false;  ///< a re-attach found no such process: its fate cannot be learned
+};
+
+/// Sends `request` (process.Process/Start or Connect), feeding its body to `feed` (which feeds `stream`). A stream
+/// that breaks after its `start` and before the `end` (cut by the network or a proxy, or silent for twice the
+/// keep-alive interval) does not end a running process: it is re-attached with process.Process/Connect by pid, as
+/// long as `deadline` allows (nullopt: no limit) and `cancel` is not requested, and the stream carries on
+/// (docs/backends/e2b.md "Processes").
+Followed follow_process(http::HttpClient& client, const E2BStub& stub, http::Request request, std::stop_token cancel,
+                        std::optional<std::chrono::steady_clock::time_point> deadline, ProcessStream& stream,
+                        const std::function<bool(std::string_view)>& feed);
 
 }  // namespace e2b
 }  // namespace code_interpreter

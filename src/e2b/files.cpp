@@ -23,6 +23,10 @@ http::Exchange E2BSandbox::Impl::upload(const std::string& dir, const std::vecto
 }
 
 void E2BSandbox::Impl::throw_file_error(const http::Exchange& ex, Stage stage, std::string_view what) const {
+  e2b::throw_call_error(stub, ex, stage, what);
+}
+
+void e2b::throw_call_error(const E2BStub& stub, const http::Exchange& ex, Stage stage, std::string_view what) {
   std::string said = ex.ok() ? stub.service_text(ex.response.body) : std::string();
   ErrorKind kind = http::error_kind(ex);
   std::string message = std::string(what) + " failed";

@@ -224,6 +224,8 @@ Capabilities detail::e2b_capabilities(const E2BOptions& options) {
                                        Language::kBash, Language::kR, Language::kJava},
                                       detail::kUploadDir);
   c.network_policies = {NetworkAccess::kNone, NetworkAccess::kAllowlist, NetworkAccess::kAll};
+  // envd's process service: Start, SendInput, CloseStdin, SendSignal, Connect, List (docs/protocols/e2b.md).
+  c.processes = c.process_stdin = c.process_connect = c.process_list = c.process_signals = true;
   return c;
 }
 
@@ -252,6 +254,7 @@ void E2BSandbox::do_terminate(Timeout timeout) {
   const auto ex = http::perform_with_retries(impl_->client, request, {}, Impl::deadline_hooks(deadline));
   if (killed(ex)) {
     impl_->calls.mark_terminated();
+    impl_->link->end();
     return;
   }
   impl_->calls.terminate_failed();

@@ -174,8 +174,18 @@ ProcessStream::ProcessStream(const std::function<void(std::string_view)>* on_std
                              std::size_t max_payload)
     : out_(on_stdout, max_output),
       err_(on_stderr, max_output),
+      max_payload_(max_payload),
       envelopes_([this](std::uint8_t flags, std::string_view payload) { return on_envelope(flags, payload); },
                  max_payload) {}
+
+void ProcessStream::reattach() {
+  envelopes_ = http::EnvelopeDecoder(
+      [this](std::uint8_t flags, std::string_view payload) { return on_envelope(flags, payload); }, max_payload_);
+  pid_.reset();
+  closed_ = false;
+  stream_error_.clear();
+  stream_error_message_.clear();
+}
 
 bool ProcessStream::fail(StreamFault fault, std::string detail) {
   if (fault_ == StreamFault::kNone) {

@@ -85,12 +85,28 @@ class ProcessStream {
   [[nodiscard]] const std::optional<End>& end() const noexcept { return end_; }
 
   void collect(ExecutionResult& result);
+  /// The output so far, left in place (a process handle reads it while the process runs).
+  [[nodiscard]] const detail::OutputStream& out() const noexcept { return out_; }
+  [[nodiscard]] const detail::OutputStream& err() const noexcept { return err_; }
+  /// The pid of the stream's `start` event.
+  [[nodiscard]] std::optional<std::uint32_t> pid() const noexcept { return pid_; }
+
+  /// Prepares for a new stream of the same process (process.Process/Connect after a cut): a fresh envelope decoder
+  /// that again expects `start` first; the output, a partial line held included, carries on.
+  void reattach();
+  /// After a re-attach that never began: the stream is again the one that was cut, of the process `pid` (what the
+  /// failed Connect said is forgotten).
+  void abandon_reattach(std::uint32_t pid) {
+    reattach();
+    pid_ = pid;
+  }
 
  private:
   bool on_envelope(std::uint8_t flags, std::string_view payload);
   bool fail(StreamFault fault, std::string detail);
 
   detail::OutputStream out_, err_;
+  std::size_t max_payload_;
   http::EnvelopeDecoder envelopes_;
   std::optional<std::uint32_t> pid_;
   std::optional<End> end_;

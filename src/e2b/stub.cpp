@@ -112,6 +112,8 @@ E2BStub::E2BStub(E2BOptions opts) : options(std::move(opts)) {
   if (options.lifetime.count() <= 0)
     throw SandboxStartError("the sandbox lifetime must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
   // A cap of 0 would make every line hostile, so every execute and command UNKNOWN.
+  if (options.process_keepalive.count() < 1 || options.process_keepalive > std::chrono::hours(1))
+    throw SandboxStartError("process_keepalive must be 1 s to 1 hour", Stage::kConfigure, ErrorKind::kInvalidArgument);
   if (options.max_line_bytes == 0 || options.max_output_bytes == 0)
     throw SandboxStartError("max_line_bytes and max_output_bytes must be positive", Stage::kConfigure,
                             ErrorKind::kInvalidArgument);
@@ -253,29 +255,61 @@ http::Request E2BStub::execute_request(std::optional<std::string_view> context_i
   return request;
 }
 
-http::Request E2BStub::command_request(std::string_view cmd, const CommandOptions& o, milliseconds budget) const {
+namespace {
+// The ProcessConfig of a shell command, as the SDK's commands.run sends it (docs/protocols/e2b.md "process.Process/Start").
+json shell_process(std::string_view cmd, const std::map<std::string, std::string>& env,
+                   const std::optional<std::string>& cwd) {
   json process = {{"cmd", "/bin/bash"}, {"args", json::array({"-l", "-c", std::string(cmd)})}, {"envs", json::object()}};
-  for (const auto& [k, v] : o.env) process["envs"][k] = v;
-  if (o.cwd) process["cwd"] = *o.cwd;
-  const json body = {{"process", process}, {"stdin", false}};
+  for (const auto& [k, v] : env) process["envs"][k] = v;
+  if (cwd) process["cwd"] = *cwd;
+  return process;
+}
+// The Connect protocol allows at most 10 digits of Connect-Timeout-Ms (a longer value is refused): a budget beyond
+// that (~115 days) is no limit.
+constexpr milliseconds kMaxConnectTimeout{9'999'999'999};
+}  // namespace
 
-  auto request = sandbox_request(http::Operation::kE2BCommand, kEnvdPort, "POST", "/process.Process/Start",
+http::Request E2BStub::command_request(std::string_view cmd, const CommandOptions& o, milliseconds budget) const {
+  auto request = stream_request(http::Operation::kE2BCommand, "Start",
+                                json{{"process", shell_process(cmd, o.env, o.cwd)}, {"stdin", false}}, budget);
+  // envd kills the process when Connect-Timeout-Ms elapses (docs/protocols/e2b.md "process.Process/Start"); our own
+  // limit is a backstop.
+  constexpr milliseconds kBackstop{std::chrono::seconds(10)};
+  if (budget.count() > 0 && budget <= kMaxConnectTimeout) request.timeout = budget + kBackstop;
+  return request;
+}
+
+http::Request E2BStub::stream_request(http::Operation op, std::string_view method, const json& body,
+                                      milliseconds budget) const {
+  auto request = sandbox_request(op, kEnvdPort, "POST", "/process.Process/" + std::string(method),
                                  http::encode_envelope(0, body.dump()));
   request.headers.emplace_back("Content-Type", "application/connect+json");
   request.headers.emplace_back("Connect-Protocol-Version", "1");
-  request.headers.emplace_back("Keepalive-Ping-Interval", "50");
-  // envd kills the process when Connect-Timeout-Ms elapses (docs/protocols/e2b.md "process.Process/Start"); our own
-  // limit is a backstop. The Connect protocol allows at most 10 digits (a longer value is refused): a budget beyond
-  // that (~115 days) is no limit.
-  constexpr milliseconds kMaxConnectTimeout{9'999'999'999};
-  constexpr milliseconds kBackstop{std::chrono::seconds(10)};
-  if (budget.count() > 0 && budget <= kMaxConnectTimeout) {
+  request.headers.emplace_back("Keepalive-Ping-Interval", std::to_string(options.process_keepalive.count()));
+  // A stream silent for twice its keep-alive interval is dead (docs/protocols/e2b.md "process.Process/Connect and the
+  // unary process calls").
+  request.idle_timeout = 2 * options.process_keepalive;
+  if (budget.count() > 0 && budget <= kMaxConnectTimeout)
     request.headers.emplace_back("Connect-Timeout-Ms", std::to_string(budget.count()));
-    request.timeout = budget + kBackstop;
-  } else {
-    request.timeout = milliseconds(0);
-  }
-  request.http1_only = true;
+  request.timeout = milliseconds(0);  // the process's lifetime is envd's to enforce; a dead stream is the watchdog's
+  request.http1_only = true;  // closing the connection must reach envd as a disconnect
+  return request;
+}
+
+http::Request E2BStub::spawn_request(std::string_view cmd, const SpawnOptions& o) const {
+  const json body = {{"process", shell_process(cmd, o.env, o.cwd)}, {"stdin", o.stdin_pipe}};
+  return stream_request(http::Operation::kE2BCommand, "Start", body, o.timeout.value_or(milliseconds(0)));
+}
+
+http::Request E2BStub::process_connect_request(std::uint32_t pid) const {
+  return stream_request(http::Operation::kE2BProcessConnect, "Connect", json{{"process", {{"pid", pid}}}},
+                        milliseconds(0));
+}
+
+http::Request E2BStub::process_rpc_request(http::Operation op, std::string_view method, const json& body) const {
+  auto request = sandbox_request(op, kEnvdPort, "POST", "/process.Process/" + std::string(method), body.dump());
+  request.headers.emplace_back("Content-Type", "application/json");
+  request.headers.emplace_back("Connect-Protocol-Version", "1");  // unary Connect call (docs/protocols/e2b.md "Connect calls and their JSON")
   return request;
 }
 

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "code_interpreter/e2b_sandbox.hpp"
+#include "code_interpreter/process.hpp"
 #include "http/http_client.hpp"
 
 namespace code_interpreter::e2b {
@@ -90,6 +91,16 @@ class E2BStub {
   [[nodiscard]] http::Request command_request(std::string_view cmd, const CommandOptions& o,
                                               std::chrono::milliseconds budget) const;
 
+  // ---- processes (docs/protocols/e2b.md "process.Process") ----
+
+  /// process.Process/Start for spawn: bash -l -c `cmd`, stdin as the options say, the lifetime as Connect-Timeout-Ms.
+  [[nodiscard]] http::Request spawn_request(std::string_view cmd, const SpawnOptions& o) const;
+  /// process.Process/Connect to the process `pid`: a new stream of its events from now on.
+  [[nodiscard]] http::Request process_connect_request(std::uint32_t pid) const;
+  /// A unary process.Process call (List, SendInput, CloseStdin, SendSignal).
+  [[nodiscard]] http::Request process_rpc_request(http::Operation op, std::string_view method,
+                                                  const nlohmann::json& body) const;
+
   // ---- answers ----
 
   /// Takes the sandbox's id, envd token, version and domain from a create or connect answer.
@@ -106,6 +117,9 @@ class E2BStub {
 
  private:
   [[nodiscard]] std::string base_url(int port) const;
+  /// A server-streamed process.Process call, watched for keep-alives; `budget` > 0 becomes Connect-Timeout-Ms.
+  [[nodiscard]] http::Request stream_request(http::Operation op, std::string_view method, const nlohmann::json& body,
+                                             std::chrono::milliseconds budget) const;
 
   std::string api_key_;
   std::string api_url_;

@@ -119,6 +119,9 @@ struct Transfer {
   bool headers_done = false;
   bool too_large = false;
   bool aborted = false;
+  // The idle watchdog (Request::idle_timeout): when the last byte of the response arrived, and whether it fired.
+  std::chrono::steady_clock::time_point last_byte = std::chrono::steady_clock::now();
+  bool idle_expired = false;
 };
 
 size_t read_body(char* buffer, size_t size, size_t items, void* arg) {
@@ -181,6 +184,7 @@ size_t on_header(char* data, size_t size, size_t items, void* arg) {
 size_t on_write(char* data, size_t size, size_t items, void* arg) {
   auto* t = static_cast<Transfer*>(arg);
   const std::size_t n = size * items;
+  t->last_byte = std::chrono::steady_clock::now();
   try {
     if (t->request->on_body) {
       if (!t->request->on_body(std::string_view(data, n))) {
@@ -203,7 +207,13 @@ size_t on_write(char* data, size_t size, size_t items, void* arg) {
 
 int on_progress(void* arg, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto* t = static_cast<Transfer*>(arg);
-  return t->request->cancel.stop_requested() ? 1 : 0;
+  if (t->request->cancel.stop_requested()) return 1;
+  const auto idle = t->request->idle_timeout;
+  if (idle.count() > 0 && std::chrono::steady_clock::now() - t->last_byte > idle) {
+    t->idle_expired = true;
+    return 1;
+  }
+  return 0;
 }
 
 struct CurlGlobal {
@@ -423,6 +433,12 @@ Exchange HttpClient::perform(const Request& request) {
                                                                   ? Failure::kCancelled : Failure::kAborted;
   if (result == CURLE_WRITE_ERROR) exchange.failure = transfer.too_large ? Failure::kTooLarge : Failure::kAborted;
   if (result != CURLE_OK) exchange.message = error_buffer[0] ? error_buffer : curl_easy_strerror(result);
+  if (result == CURLE_ABORTED_BY_CALLBACK && exchange.failure == Failure::kAborted && transfer.idle_expired) {
+    // A stream silent for longer than its keep-alive promise is dead, not waiting: a broken receive.
+    exchange.failure = Failure::kReceive;
+    exchange.curl_code = "IDLE_TIMEOUT";
+    exchange.message = "no byte arrived for " + std::to_string(request.idle_timeout.count()) + " ms";
+  }
   exchange.body_complete = result == CURLE_OK;
 
   if (exchange.failure == Failure::kConnect || exchange.failure == Failure::kTls) {

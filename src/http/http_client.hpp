@@ -48,6 +48,9 @@ struct Request {
   /// Whole-exchange limit; zero or negative: none. Exceeded → Failure::kTimeout.
   std::chrono::milliseconds timeout{0};
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+  /// A response that receives no byte for this long is dead (Failure::kReceive, curl_code "IDLE_TIMEOUT"): for
+  /// streams whose server promises keep-alive messages. Checked about once a second. Zero or negative: none.
+  std::chrono::milliseconds idle_timeout{0};
   /// HTTP/1.1 only: required for streamed responses whose abort must reach the server as a closed connection.
   bool http1_only = false;
   /// Streamed response body: called for each received piece (any size, split anywhere). Returning false aborts

@@ -54,6 +54,11 @@ enum class Operation {
   kE2BListContexts,   ///< GET /contexts
   kE2BRestartContext, ///< POST /contexts/{id}/restart
   kE2BRemoveContext,  ///< DELETE /contexts/{id}
+  // E2B processes
+  kE2BProcessConnect,  ///< process.Process/Connect (a new reader; the process is untouched)
+  kE2BProcessList,     ///< process.Process/List
+  kE2BProcessInput,    ///< process.Process/SendInput (input delivered twice would be read twice)
+  kE2BProcessControl,  ///< process.Process/CloseStdin, SendSignal (a repeat does no more)
   // AgentCore session operations
   kAgentCoreStart,       ///< StartCodeInterpreterSession (deduplicated by its clientToken)
   kAgentCoreStop,        ///< StopCodeInterpreterSession

@@ -279,6 +279,55 @@ try {
     assert.equal(await sbx.commands.kill(h.pid), false, 'a gone pid is not found');
   });
 
+  // ---- processes (docs/protocols/e2b.md "process.Process"): stdin, CloseStdin, Connect by pid, a cut stream
+
+  await check('background command: sendStdin, then closeStdin gives EOF', async () => {
+    const h = await sbx.commands.run('cat; echo EOF', { background: true, stdin: true });
+    await h.sendStdin('a\n');
+    await sbx.commands.sendStdin(h.pid, 'b');
+    await h.closeStdin();
+    const r = await h.wait();
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stdout, 'a\nbEOF\n');
+  });
+
+  await check('background command: connect by pid after a disconnect gets the later output', async () => {
+    const h = await sbx.commands.run('read go; echo after $go', { background: true, stdin: true });
+    await h.disconnect();
+    const again = await sbx.commands.connect(h.pid);
+    assert.equal(again.pid, h.pid);
+    await sbx.commands.sendStdin(h.pid, 'connect\n');
+    const r = await again.wait();
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stdout, 'after connect\n');
+    const listed = await sbx.commands.list();
+    assert.ok(!listed.some((p) => p.pid === h.pid), 'an ended process is forgotten');
+    await rejects(sbx.commands.connect(h.pid), (e) => assert.match(e.message, /not found/));
+  });
+
+  await check('background command: SIGTERM by SendSignal (the SDK\'s Connect client) ends it as terminated', async () => {
+    const h = await sbx.commands.run('sleep 20', { background: true });
+    // The SDK's kill sends only SIGKILL; its own Connect client sends SIGTERM (signal 15, as protojson's number).
+    await sbx.commands.rpc.sendSignal({ process: { selector: { case: 'pid', value: h.pid } }, signal: 15 });
+    await rejects(h.wait(), (e) => {
+      assert.ok(e instanceof CommandExitError);
+      assert.equal(e.exitCode, -1);
+      assert.equal(e.error, 'signal: terminated');
+    });
+  });
+
+  await check('a Start stream cut mid-run leaves the process running: connect by pid gets the rest', async () => {
+    await addFaults({ surface: 'envd', path: '/process.Process/Start', action: 'cut_mid_line', after: 2 });
+    const h = await sbx.commands.run('echo first; sleep 0.3; echo lost; sleep 1.5; echo third', { background: true });
+    await h.wait().catch(() => {});  // the SDK sees the broken stream
+    assert.equal(h.stdout, 'first\n');
+    const again = await sbx.commands.connect(h.pid);
+    const r = await again.wait();
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stdout, 'third\n');
+    await clearFaults();
+  });
+
   await check('setTimeout extends the lease', async () => {
     const before = (await sbx.getInfo()).endAt.getTime();
     await sbx.setTimeout(600_000);

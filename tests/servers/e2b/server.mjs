@@ -1072,16 +1072,79 @@ const SIGNAL_TEXT = { SIGKILL: 'killed', SIGTERM: 'terminated', SIGINT: 'interru
   SIGSEGV: 'segmentation fault', SIGABRT: 'aborted', SIGPIPE: 'broken pipe', SIGQUIT: 'quit', SIGUSR1: 'user defined signal 1',
   SIGUSR2: 'user defined signal 2', SIGALRM: 'alarm clock', SIGBUS: 'bus error', SIGFPE: 'floating point exception' };
 
-// process.Process/Start (docs/protocols/e2b.md "process.Process/Start"): a real process, streamed as Connect envelopes.
-function processStart(sb, req, msg, out, user) {
+// One reader of a process's events: the Start stream, or a Connect stream attached later (docs/protocols/e2b.md
+// "process.Process/Connect"). Every reader gets the events from the moment it attached (no replay, as envd), its own
+// keepalives, then the end event and the end-stream envelope.
+function processSubscriber(req, out) {
   const ev = (event) => envelope(0, JSON.stringify({ event }));
-  const endStream = (error) => envelope(2, JSON.stringify(error ? { error } : {}));
-  out.begin(200, { 'Content-Type': 'application/connect+json' });
-  const cfg = msg.process || {};
-  const fail = (code, message) => {
-    out.unit(endStream({ code, message }), { terminal: true, kind: 'envelope' });
-    out.finish();
+  const interval = Number(req.headers['keepalive-ping-interval']) > 0 ? Number(req.headers['keepalive-ping-interval']) : 90;
+  const sub = {
+    finished: false,
+    keepTimer: null,
+    arm() {
+      if (this.keepTimer) clearTimeout(this.keepTimer);
+      const tick = () => {
+        if (this.finished) return;
+        out.unit(ev({ keepalive: {} }), { kind: 'envelope' });
+        this.keepTimer = setTimeout(tick, interval * 1000);
+      };
+      this.keepTimer = setTimeout(tick, interval * 1000);
+    },
+    close() {
+      this.finished = true;
+      if (this.keepTimer) clearTimeout(this.keepTimer);
+    },
+    start(pid) {
+      out.unit(ev({ start: { pid } }), { kind: 'envelope' });
+      this.arm();
+    },
+    data(key, chunk) {
+      if (this.finished) return;
+      out.unit(ev({ data: { [key]: chunk.toString('base64') } }), { kind: 'envelope' });
+      this.arm();
+    },
+    end(endEvent) {
+      if (this.finished) return;
+      this.close();
+      out.unit(ev({ end: endEvent }), { kind: 'envelope' });
+      out.unit(envelope(2, '{}'), { terminal: true, kind: 'envelope' });
+      out.finish();
+    },
+    fail(code, message) {
+      if (this.finished) return;
+      this.close();
+      out.unit(envelope(2, JSON.stringify({ error: { code, message } })), { terminal: true, kind: 'envelope' });
+      out.finish();
+    },
   };
+  return sub;
+}
+
+// The end event (docs/protocols/e2b.md "process.Process/Start"), protojson: exitCode omitted when 0, exited omitted
+// when false.
+function endEvent(code, signal) {
+  const end = {};
+  if (signal) {
+    end.exitCode = -1;
+    end.status = `signal: ${SIGNAL_TEXT[signal] || signal}`;
+    end.error = end.status;
+  } else {
+    if (code !== 0) end.exitCode = code;
+    end.exited = true;
+    end.status = `exit status ${code}`;
+    if (code !== 0) end.error = end.status;
+  }
+  return end;
+}
+
+// process.Process/Start (docs/protocols/e2b.md "process.Process/Start"): a real process, streamed as Connect envelopes.
+// The process outlives its stream: a reader that goes away (a cut connection, a client that disconnects) leaves it
+// running, and Process/Connect attaches a new reader by pid.
+function processStart(sb, req, msg, out, user) {
+  out.begin(200, { 'Content-Type': 'application/connect+json' });
+  const first = processSubscriber(req, out);
+  const cfg = msg.process || {};
+  const fail = (code, message) => first.fail(code, message);
   if (typeof cfg.cmd !== 'string' || !cfg.cmd) return fail('invalid_argument', 'process.cmd is required');
   const args = Array.isArray(cfg.args) ? cfg.args.map(String) : [];
   const home = user === 'root' ? '/root' : '/home/user';
@@ -1103,74 +1166,79 @@ function processStart(sb, req, msg, out, user) {
   const child = spawn(cfg.cmd, args, {
     cwd: cwdHost, env, detached: true, stdio: [wantStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   });
-  let finished = false;
-  let keepTimer = null;
+  // A process that reads a closed stdin must not take the server down with EPIPE; once it exited, its stdin pipe is
+  // closed so that 'close' (and envd's forgetting of the process) follows as soon as its output is drained.
+  if (child.stdin) {
+    child.stdin.on('error', () => {});
+    child.on('exit', () => child.stdin.destroy());
+  }
+  const subscribers = new Set([first]);
+  let started = false;
   let deadlineTimer = null;
-  const interval = Number(req.headers['keepalive-ping-interval']) > 0 ? Number(req.headers['keepalive-ping-interval']) : 90;
-  const armKeepalive = () => {
-    if (keepTimer) clearTimeout(keepTimer);
-    keepTimer = setTimeout(function tick() {
-      if (finished) return;
-      out.unit(ev({ keepalive: {} }), { kind: 'envelope' });
-      keepTimer = setTimeout(tick, interval * 1000);
-    }, interval * 1000);
-  };
-  const close = () => {
-    finished = true;
-    if (keepTimer) clearTimeout(keepTimer);
-    if (deadlineTimer) clearTimeout(deadlineTimer);
-  };
   child.on('error', (e) => {
-    if (finished) return;
-    close();
+    if (started) return;
     sb.processes.delete(child.pid);
     fail('invalid_argument', `error starting process: ${e.message}`);
   });
   child.on('spawn', () => {
-    sb.processes.set(child.pid, { child, config: { cmd: cfg.cmd, args, envs, cwd: cfg.cwd || undefined }, tag: msg.tag });
-    out.unit(ev({ start: { pid: child.pid } }), { kind: 'envelope' });
-    armKeepalive();
+    started = true;
+    sb.processes.set(child.pid, {
+      child, subscribers, config: { cmd: cfg.cmd, args, envs, cwd: cfg.cwd || undefined }, tag: msg.tag,
+    });
+    first.start(child.pid);
     const timeoutMs = Number(req.headers['connect-timeout-ms']);
     // Node fires a timer longer than 2^31-1 ms at once; a deadline that far away is never reached by a test.
     if (timeoutMs > 0 && timeoutMs <= 0x7fffffff) {
-      // docs/protocols/e2b.md "process.Process/Start": the deadline applies to the process: kill it and end the stream
-      // with deadline_exceeded.
+      // docs/protocols/e2b.md "process.Process/Start": the deadline applies to the process: kill it and end the
+      // Start stream with deadline_exceeded (readers attached by Connect get the end event).
       deadlineTimer = setTimeout(() => {
-        if (finished) return;
-        close();
+        subscribers.delete(first);
+        first.fail('deadline_exceeded', 'context deadline exceeded');
         killGroup(child);
-        sb.processes.delete(child.pid);
-        fail('deadline_exceeded', 'context deadline exceeded');
       }, timeoutMs);
     }
     const onData = (key) => (chunk) => {
-      if (finished) return;
-      out.unit(ev({ data: { [key]: chunk.toString('base64') } }), { kind: 'envelope' });
-      armKeepalive();
+      for (const sub of subscribers) sub.data(key, chunk);
     };
     child.stdout.on('data', onData('stdout'));
     child.stderr.on('data', onData('stderr'));
   });
   child.on('close', (code, signal) => {
     sb.processes.delete(child.pid);
-    if (finished) return;
-    close();
-    // The end event (docs/protocols/e2b.md "process.Process/Start"), protojson: exitCode omitted when 0, exited omitted
-    // when false.
-    const end = {};
-    if (signal) {
-      end.exitCode = -1;
-      end.status = `signal: ${SIGNAL_TEXT[signal] || signal}`;
-      end.error = end.status;
-    } else {
-      if (code !== 0) end.exitCode = code;
-      end.exited = true;
-      end.status = `exit status ${code}`;
-      if (code !== 0) end.error = end.status;
+    if (deadlineTimer) clearTimeout(deadlineTimer);
+    if (!started) return;
+    const end = endEvent(code, signal);
+    for (const sub of subscribers) sub.end(end);
+    subscribers.clear();
+  });
+  out.res.on('close', () => {
+    // The reader left (or was cut): the process runs on.
+    if (!out.res.writableFinished) {
+      first.close();
+      subscribers.delete(first);
     }
-    out.unit(ev({ end }), { kind: 'envelope' });
-    out.unit(endStream(null), { terminal: true, kind: 'envelope' });
-    out.finish();
+  });
+}
+
+// process.Process/Connect (docs/protocols/e2b.md "process.Process/Connect"): a new reader of a running process,
+// selected by pid or tag: `start` with its pid, then what it writes from now on, then its end. A process that has
+// ended is not found (envd forgets a process when it exits).
+function processConnect(sb, req, msg, out) {
+  out.begin(200, { 'Content-Type': 'application/connect+json' });
+  const sub = processSubscriber(req, out);
+  let proc;
+  try {
+    proc = selectProcess(sb, msg.process);
+  } catch (e) {
+    return sub.fail(e instanceof RpcError ? e.code : 'internal', e.message);
+  }
+  sub.start(proc.child.pid);
+  proc.subscribers.add(sub);
+  out.res.on('close', () => {
+    if (!out.res.writableFinished) {
+      sub.close();
+      proc.subscribers.delete(sub);
+    }
   });
 }
 
@@ -1544,7 +1612,7 @@ function handleEnvd(sb, req, url, body, out) {
     const user = userFrom(req, null);
     if (!user) return out.send(rpcErrorReply(new RpcError('unauthenticated', 'invalid username')));
     const ctype = (req.headers['content-type'] || '').toLowerCase();
-    if (rpc[1] === 'process.Process' && rpc[2] === 'Start') {
+    if (rpc[1] === 'process.Process' && (rpc[2] === 'Start' || rpc[2] === 'Connect')) {
       if (!ctype.startsWith('application/connect+json')) {
         return out.send({ status: 415, headers: {}, body: '' });
       }
@@ -1556,6 +1624,7 @@ function handleEnvd(sb, req, url, body, out) {
         out.unit(envelope(2, JSON.stringify({ error: { code: 'invalid_argument', message: e.message } })), { terminal: true, kind: 'envelope' });
         return out.finish();
       }
+      if (rpc[2] === 'Connect') return processConnect(sb, req, env.json, out);
       return processStart(sb, req, env.json, out, user);
     }
     if (!ctype.startsWith('application/json')) return out.send({ status: 415, headers: {}, body: '' });
