@@ -22,7 +22,7 @@ for sanitizer in "${sanitizers[@]}"; do
     tsan)
       fast=()
       select=(-L '^concurrency$')
-      targets=(unit_tests contract_tests pyodide_tests confinement_tests interpreter_tests mcp_tests) ;;
+      targets=(unit_tests contract_tests pyodide_tests confinement_tests interpreter_tests mcp_tests processes_tests) ;;
     *)
       echo "sanitize: unknown sanitizer '$sanitizer' (asan or tsan)" >&2
       exit 2 ;;
