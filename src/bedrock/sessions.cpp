@@ -168,6 +168,11 @@ Capabilities BedrockAgentCoreSandbox::capabilities() const {
                                       detail::kRelativeUploadDir);
   // Only all() can be honoured, and only by a PUBLIC interpreter (bedrock/stub.cpp check_network_mode).
   if (mode == "PUBLIC") c.network_policies = {NetworkAccess::kAll};
+  // exists, get_info, copy, move and variables run as Python in the session; restart is executeCode's clearContext
+  // (Python only). No interrupt_call: an executeCode cannot be stopped.
+  const bool python = impl_->language == Language::kPython;
+  c.file_info = c.file_move = c.file_copy = python;
+  c.restart = c.variables = python;
   return c;
 }
 

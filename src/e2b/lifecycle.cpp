@@ -221,6 +221,10 @@ Capabilities E2BSandbox::capabilities() const {
                                        Language::kBash, Language::kR, Language::kJava},
                                       detail::kUploadDir);
   c.network_policies = {NetworkAccess::kNone, NetworkAccess::kAllowlist, NetworkAccess::kAll};
+  c.file_info = c.file_move = c.file_copy = true;
+  c.interrupt_call = true;  // by closing the stream: the kernel is interrupted and keeps its state
+  c.restart = true;
+  c.variables = impl_->language == Language::kPython;
   return c;
 }
 

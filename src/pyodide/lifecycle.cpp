@@ -337,6 +337,9 @@ Capabilities PyodideSandbox::capabilities() const {
   c.languages = {Language::kPython};
   c.network_policies = {NetworkAccess::kNone};
   c.upload_dir = detail::kUploadDir;
+  c.file_info = c.file_move = c.file_copy = true;
+  c.interrupt_call = c.interrupt_keeps_state = true;
+  c.restart = c.variables = true;
   return c;
 }
 
