@@ -231,8 +231,10 @@ CONTRACT_INTERPRETER_SCENARIO("get_variable of a value JSON cannot hold throws i
                    "JSON serializable");
   const auto nan = check_execution_error([&] { (void)h.sb().get_variable("ct_nan"); }, ci::Stage::kExecute,
                                          ci::ErrorKind::kInvalidArgument);
-  CHECK(nan == "get_variable 'ct_nan': the value is not JSON-serialisable: ValueError: Out of range float values are "
-               "not JSON compliant");
+  // Python's own text: CPython 3.13 appends ": nan" to it, older versions do not.
+  CHECK(nan.rfind("get_variable 'ct_nan': the value is not JSON-serialisable: ValueError: Out of range float values "
+                  "are not JSON compliant",
+                  0) == 0);
 }
 
 CONTRACT_INTERPRETER_SCENARIO("output the code printed before cannot stand for get_variable's answer",
