@@ -1,10 +1,11 @@
-// The parsing under exists/get_info/variables: E2B's EntryInfo (E2BStub::decode_entry), and the framed answer of
-// generated Python (detail::run_python_for_json) read as hostile, against a FakeSandbox whose handler plays the
-// interpreter.
+// The parsing under exists, get_info and the variables: E2B's EntryInfo (E2BStub::decode_entry), FileInfo's JSON,
+// and the framed answer of generated Python (detail::run_python_for_json) read as hostile, against a FakeSandbox
+// whose handler plays the interpreter.
 #include <catch2/catch.hpp>
 
 #include <regex>
 
+#include "code_interpreter/json.hpp"
 #include "code_interpreter/testing/fake_sandbox.hpp"
 #include "core/base64.hpp"
 #include "core/python_call.hpp"
@@ -165,4 +166,25 @@ TEST_CASE("FakeSandbox refuses interrupt with kUnsupported and keeps variables u
   } catch (const ci::SandboxExecutionError& e) {
     CHECK(e.kind() == ci::ErrorKind::kNotFound);
   }
+}
+
+TEST_CASE("FileInfo JSON carries type, modified and permissions only when set, and reads them back",
+          "[unit][fsvar]") {
+  ci::FileInfo plain;
+  plain.name = "a";
+  plain.path = "/a";
+  plain.size = 3;
+  CHECK(json(plain) == json::parse(R"({"name": "a", "path": "/a", "is_directory": false, "size": 3})"));
+  ci::FileInfo full = plain;
+  full.type = ci::FileType::kSymlink;
+  full.modified = std::chrono::system_clock::time_point(std::chrono::milliseconds(1767323045678));
+  full.permissions = 0755;
+  const json text = full;
+  CHECK(text == json::parse(R"({"name": "a", "path": "/a", "is_directory": false, "size": 3, "type": "symlink",
+                                "modified_ms": 1767323045678, "permissions": 493})"));
+  CHECK(text.get<ci::FileInfo>() == full);
+  CHECK(json(plain).get<ci::FileInfo>() == plain);
+  CHECK_THROWS_AS(json::parse(R"({"name": "a", "path": "/a", "is_directory": false, "size": 3, "type": "pipe"})")
+                      .get<ci::FileInfo>(),
+                  json::exception);
 }
