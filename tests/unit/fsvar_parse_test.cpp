@@ -97,9 +97,9 @@ std::string call_error(ci::testing::FakeSandbox& fake) {
 TEST_CASE("run_python_for_json returns the framed object and ignores output around it", "[unit][fsvar]") {
   ci::testing::FakeSandbox fake;
   answer_with(fake, [](const std::string& m) {
-    return "noise " + m + "fake" + m + "\n" + m + ci::detail::base64_encode(R"({"value": [1, "ü"]})") + m + "\n";
+    return "noise " + m + "fa!e" + m + "\n" + m + ci::detail::base64_encode(R"({"value": [1, "ü"]})") + m + "\n";
   });
-  // The first framed piece is the answer: "fake" is not base64 of an object, so the output before it cannot pass.
+  // The first framed piece is the answer: "fa!e" is not base64, and nothing after it is taken instead.
   CHECK(call_error(fake) == "probe: the framed answer is not base64");
   answer_with(fake, [](const std::string& m) {
     return "printed before\n" + m + ci::detail::base64_encode(R"({"value": [1, "ü"]})") + m + "\n";
