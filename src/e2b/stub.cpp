@@ -320,7 +320,15 @@ std::vector<FileInfo> E2BStub::decode_entries(const json& answer) {
     throw SandboxExecutionError("list_files: malformed answer", Stage::kDownload, ErrorKind::kInternal);
   for (const auto& e : *entries) {
     if (!e.is_object()) continue;
-    files.push_back(decode_entry(e));
+    // A listing carries name, path, is_directory and size, as on every backend (get_info tells the rest), and a
+    // link to a directory lists as a directory, as envd types it.
+    FileInfo info = decode_entry(e);
+    const auto type = e.find("type");
+    info.is_directory = type != e.end() && *type == "FILE_TYPE_DIRECTORY";
+    info.type.reset();
+    info.modified.reset();
+    info.permissions.reset();
+    files.push_back(std::move(info));
   }
   return files;
 }
