@@ -315,7 +315,9 @@ CONTRACT_INTERPRETER_SCENARIO("interrupt stops a running execute_code from anoth
   if (caps.interrupt_keeps_state) {
     CHECK(r.status == ci::ExecutionStatus::kError);
     REQUIRE(r.code_error);
-    CHECK(r.code_error->name == "KeyboardInterrupt");
+    // KeyboardInterrupt when the interrupt lands in the code's own frames; CancelledError when it lands while the
+    // run's task is in the event loop between them (docs/backends/pyodide.md "interrupt() and restart()").
+    CHECK((r.code_error->name == "KeyboardInterrupt" || r.code_error->name == "CancelledError"));
     CHECK(r.exit_code == 1);
   } else {
     check_unknown(r, "cancelled");
