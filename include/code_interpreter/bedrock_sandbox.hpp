@@ -106,6 +106,14 @@ class CODE_INTERPRETER_EXPORT BedrockAgentCoreSandbox final : public CodeInterpr
   // processes
   ProcessHandle do_spawn(std::string_view command, const SpawnOptions& options) override;
   ProcessHandle do_connect_process(std::string_view id, const ProcessConnectOptions& options) override;
+  // filesystem, restart, variables (interrupt: refused, an executeCode cannot be stopped)
+  bool do_exists(std::string_view path) override;
+  FileInfo do_get_info(std::string_view path) override;
+  void do_copy(std::string_view from, std::string_view to) override;
+  void do_move(std::string_view from, std::string_view to) override;
+  void do_restart() override;
+  void do_set_variable(std::string_view name, const std::string& value_json) override;
+  nlohmann::json do_get_variable(std::string_view name) override;
 
  private:
   struct Impl;

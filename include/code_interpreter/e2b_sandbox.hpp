@@ -119,6 +119,15 @@ class CODE_INTERPRETER_EXPORT E2BSandbox final : public CodeInterpreterSandbox {
   ProcessHandle do_spawn(std::string_view command, const SpawnOptions& options) override;
   std::vector<ProcessInfo> do_list_processes() override;
   ProcessHandle do_connect_process(std::string_view id, const ProcessConnectOptions& options) override;
+  // filesystem, interrupt, restart, variables
+  bool do_exists(std::string_view path) override;
+  FileInfo do_get_info(std::string_view path) override;
+  void do_copy(std::string_view from, std::string_view to) override;
+  void do_move(std::string_view from, std::string_view to) override;
+  void do_interrupt() override;
+  void do_restart() override;
+  void do_set_variable(std::string_view name, const std::string& value_json) override;
+  nlohmann::json do_get_variable(std::string_view name) override;
 
  private:
   struct Impl;

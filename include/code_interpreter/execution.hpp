@@ -136,12 +136,29 @@ struct CODE_INTERPRETER_EXPORT Attachment {
 /// @throws std::invalid_argument naming the problem.
 CODE_INTERPRETER_EXPORT void validate_attachment_name(std::string_view name);
 
-/// An entry of a sandbox directory listing. `size` is in bytes (0 for directories).
+/// What a sandbox path names (FileInfo::type).
+enum class FileType {
+  kFile,
+  kDirectory,
+  kSymlink,  ///< a symbolic link (get_info describes the link itself where the backend can tell)
+  kOther,    ///< a device, FIFO or socket
+};
+
+/// "file", "directory", "symlink" or "other".
+CODE_INTERPRETER_EXPORT std::string_view to_string(FileType type) noexcept;
+
+/// An entry of a sandbox directory listing, or what get_info tells of one path. `size` is in bytes (0 for
+/// directories). The fields after `size` are optional: nullopt where the backend cannot tell (a listing on
+/// Bedrock AgentCore carries none of them; docs/backends/*.md "Files" says which call fills which).
 struct FileInfo {
   std::string name;
   std::string path;
   bool is_directory = false;
   std::uint64_t size = 0;
+  std::optional<FileType> type;  ///< is_directory agrees with it: true exactly for kDirectory
+  /// The last modification, as the sandbox reports it.
+  std::optional<std::chrono::system_clock::time_point> modified;
+  std::optional<std::uint32_t> permissions;  ///< the permission bits (mode & 07777), e.g. 0644
   friend bool operator==(const FileInfo&, const FileInfo&) = default;
 };
 
@@ -252,6 +269,18 @@ struct Capabilities {
   bool process_connect = false;  ///< connect_process attaches to a process by its id
   bool process_list = false;     ///< list_processes works
   bool process_signals = false;  ///< kill and terminate send SIGKILL and SIGTERM (false: the backend's one stop)
+  // filesystem, interrupt, restart, variables
+  bool file_info = false;       ///< exists / get_info answer (write_file with make_dirs false relies on them)
+  bool file_move = false;       ///< move renames a file or directory
+  bool file_copy = false;       ///< copy copies a file or directory tree
+  /// interrupt() stops a running execute_code from another thread. Whether the state survives is
+  /// `interrupt_keeps_state`; `interrupt` (above) is about timeouts only.
+  bool interrupt_call = false;
+  /// An interrupted call ends kError with code_error KeyboardInterrupt and the state kept (Pyodide); false: it ends
+  /// as a cancelled call does (kUnknown `cancelled`), the state kept or lost as its state_lost says.
+  bool interrupt_keeps_state = false;
+  bool restart = false;    ///< restart() gives a clean interpreter in the same sandbox
+  bool variables = false;  ///< set_variable / get_variable work (Python only)
   friend bool operator==(const Capabilities&, const Capabilities&) = default;
 };
 

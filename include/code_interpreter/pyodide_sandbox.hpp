@@ -133,6 +133,15 @@ class CODE_INTERPRETER_EXPORT PyodideSandbox final : public CodeInterpreterSandb
   std::optional<std::string> do_download_file(std::string_view path, Timeout timeout,
                                               std::optional<std::uint64_t> max_bytes) override;
   void do_terminate(Timeout timeout) override;
+  // filesystem, interrupt, restart, variables
+  bool do_exists(std::string_view path) override;
+  FileInfo do_get_info(std::string_view path) override;
+  void do_copy(std::string_view from, std::string_view to) override;
+  void do_move(std::string_view from, std::string_view to) override;
+  void do_interrupt() override;
+  void do_restart() override;
+  void do_set_variable(std::string_view name, const std::string& value_json) override;
+  nlohmann::json do_get_variable(std::string_view name) override;
 
  private:
   struct Impl;  // src/pyodide/sandbox_impl.hpp

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "code_interpreter/errors.hpp"
 #include "code_interpreter/execution.hpp"
 #include "code_interpreter/export.hpp"
@@ -143,6 +145,50 @@ class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
   ///         the backend cannot (Capabilities::process_connect false).
   /// @throws SandboxNotInitializedError after terminate.
   [[nodiscard]] ProcessHandle connect_process(std::string_view id, const ProcessConnectOptions& options = {});
+  // ---- filesystem, interrupt, restart, variables ----
+  // Each refuses with SandboxExecutionError kind kUnsupported on a backend whose Capabilities say it cannot
+  // (docs/errors.md "Filesystem, interrupt, restart and variables"). Paths are checked as for read_file.
+
+  /// Writes `data` to `path`; with `make_dirs` false the parent directory must exist already (kNotFound
+  /// otherwise, nothing written; checked with get_info first, so it needs Capabilities::file_info).
+  /// @throws SandboxExecutionError (stage upload).
+  void write_file(std::string_view path, std::string_view data, bool make_dirs);
+  /// Whether `path` exists: true or false only when the sandbox said so. A transport failure, a timeout or a
+  /// malformed answer throws SandboxExecutionError (stage download), never reads as "absent".
+  [[nodiscard]] bool exists(std::string_view path);
+  /// What `path` is: type, size, modification time and permission bits where the backend tells them.
+  /// @throws SandboxExecutionError (stage download; kNotFound if absent).
+  [[nodiscard]] FileInfo get_info(std::string_view path);
+  /// Copies a file, or a directory tree, to `to` (its parents created; an existing file there is replaced).
+  /// @throws SandboxExecutionError (stage upload; kNotFound if `from` is absent).
+  void copy(std::string_view from, std::string_view to);
+  /// Renames `from` to `to` (its parents created; an existing file there is replaced).
+  /// @throws SandboxExecutionError (stage upload; kNotFound if `from` is absent).
+  void move(std::string_view from, std::string_view to);
+
+  /// Stops the execute_code running now, from any thread; a no-op when none runs (an interrupt is never kept for a
+  /// later call). With Capabilities::interrupt_keeps_state the call returns kError with code_error
+  /// KeyboardInterrupt and the state kept; otherwise it returns as a cancelled call does (kUnknown `cancelled`,
+  /// state_lost telling whether the state survived).
+  /// @throws SandboxExecutionError (kUnsupported) without Capabilities::interrupt_call; SandboxNotInitializedError
+  ///         after terminate.
+  void interrupt();
+  /// Gives a clean interpreter (no variables, no imports) in the same sandbox; files are kept where the backend
+  /// keeps them (docs/backends/*.md). Waits for a running execute_code to end first where the backend serializes.
+  /// @throws SandboxExecutionError (stage execute) on failure; SandboxNotInitializedError after terminate.
+  void restart();
+
+  /// Sets the global `name` of the interpreter to `value` (JSON objects become dicts, arrays lists).
+  /// @param name an ASCII Python identifier that is not a keyword, at most 255 bytes (std::invalid_argument).
+  /// @throws std::invalid_argument also for a value holding a string that is not valid UTF-8.
+  /// @throws SandboxExecutionError (stage execute) when the code that sets it does not succeed.
+  void set_variable(std::string_view name, const nlohmann::json& value);
+  /// The global `name` as JSON (tuples arrive as arrays; NaN and infinities are refused).
+  /// @throws std::invalid_argument for a bad name (as set_variable).
+  /// @throws SandboxExecutionError stage execute: kNotFound when no such global exists; kInvalidArgument when its
+  ///         value is not JSON-serialisable (the message names Python's error); kInternal for an answer that is not
+  ///         what the library asked for; the call's own kind (kTimeout, kUnknown, ...) when it did not succeed.
+  [[nodiscard]] nlohmann::json get_variable(std::string_view name);
 
  protected:
   CodeInterpreterSandbox(Language language, std::vector<std::string> additional_packages)
@@ -167,6 +213,24 @@ class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
   virtual ProcessHandle do_spawn(std::string_view command, const SpawnOptions& options);
   virtual std::vector<ProcessInfo> do_list_processes();
   virtual ProcessHandle do_connect_process(std::string_view id, const ProcessConnectOptions& options);
+  // filesystem, interrupt, restart, variables: the defaults refuse with kUnsupported (stage download for exists
+  // and get_info, upload for copy and move, execute for the rest), so older subclasses compile unchanged.
+  virtual bool do_exists(std::string_view path);
+  virtual FileInfo do_get_info(std::string_view path);
+  virtual void do_copy(std::string_view from, std::string_view to);
+  virtual void do_move(std::string_view from, std::string_view to);
+  virtual void do_interrupt();
+  virtual void do_restart();
+  /// `name` is checked; `value_json` is `value` serialized (valid UTF-8).
+  virtual void do_set_variable(std::string_view name, const std::string& value_json);
+  /// `name` is checked. The answer is checked by the caller (a JSON value).
+  virtual nlohmann::json do_get_variable(std::string_view name);
+
+  /// set_variable / get_variable as Python code run through execute_code: the value travels as base64 text, the
+  /// answer comes back printed between two markers holding a fresh random nonce, as base64 of JSON, and is parsed
+  /// as untrusted. For a backend whose interpreter is Python.
+  void set_variable_by_code(std::string_view name, const std::string& value_json);
+  nlohmann::json get_variable_by_code(std::string_view name);
 
  private:
   Language language_;

@@ -138,4 +138,35 @@ ExecutionResult BedrockAgentCoreSandbox::do_execute_code(std::string_view code, 
   return impl_->calls.settled(impl_->execute(code, options));
 }
 
+// ---- interrupt, restart, variables ----
+
+void BedrockAgentCoreSandbox::do_restart() {
+  // executeCode's clearContext drops the Python session's globals before it runs the code it carries
+  // (docs/protocols/bedrock.md "Tools"); JavaScript and TypeScript ignore it.
+  if (impl_->language != Language::kPython)
+    throw SandboxExecutionError("restart needs a Python session on Bedrock AgentCore (clearContext is Python only)",
+                                Stage::kExecute, ErrorKind::kUnsupported);
+  const auto call = impl_->calls.begin();
+  std::unique_lock lock(impl_->exec_mutex);
+  const std::string code = "pass";
+  auto inv = impl_->invoke(http::Operation::kAgentCoreExecuteCode, "executeCode",
+                           {{"code", code}, {"language", "python"}, {"clearContext", true}},
+                           detail::kDefaultExecuteTimeout, call->token());
+  if (auto failed = impl_->failure_of(inv, code, "restart")) {
+    const ErrorKind kind = failed->status == ExecutionStatus::kTimeout   ? ErrorKind::kTimeout
+                           : failed->status == ExecutionStatus::kUnknown ? ErrorKind::kUnknown
+                                                                         : ErrorKind::kInternal;
+    throw SandboxExecutionError("restart failed: " + failed->error, Stage::kExecute, kind);
+  }
+  if (!inv.succeeded())
+    throw SandboxExecutionError("restart failed: the service answered the clearContext call with an error",
+                                Stage::kExecute, ErrorKind::kInternal);
+}
+
+void BedrockAgentCoreSandbox::do_set_variable(std::string_view name, const std::string& value_json) {
+  set_variable_by_code(name, value_json);
+}
+
+nlohmann::json BedrockAgentCoreSandbox::do_get_variable(std::string_view name) { return get_variable_by_code(name); }
+
 }  // namespace code_interpreter

@@ -2,6 +2,7 @@
 // "File tools").
 #include "core/base64.hpp"
 #include "core/file_guards.hpp"
+#include "core/python_call.hpp"
 #include "core/temporary_file.hpp"
 #include "core/utf8.hpp"
 #include "bedrock/bedrock_impl.hpp"
@@ -142,6 +143,129 @@ bool BedrockAgentCoreSandbox::do_download_file_to(std::string_view path, const s
     out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
     return static_cast<bool>(out);
   });
+}
+
+}  // namespace code_interpreter
+
+// ---- exists, get_info, copy, move: AgentCore has no file tool for them (docs/protocols/bedrock.md "Tools"), so
+// they run as Python in the session, through executeCode (detail::run_python_for_json), where the file tools'
+// relative paths resolve the same way (against the session's working directory). Python sessions only.
+
+namespace code_interpreter {
+
+namespace {
+
+using nlohmann::json;
+
+void require_python_session(const CodeInterpreterSandbox& sb, std::string_view what, Stage stage) {
+  if (sb.language() != Language::kPython)
+    throw SandboxExecutionError(std::string(what) + " runs as Python in the session; this sandbox runs " +
+                                    std::string(to_string(sb.language())),
+                                stage, ErrorKind::kUnsupported);
+}
+
+// The body's answer: {"missing": true}, {"error": "Name: text"} or what the operation returns.
+json file_call(CodeInterpreterSandbox& sb, const std::string& what, const json& args, std::string_view op_body,
+               Stage stage) {
+  require_python_session(sb, what, stage);
+  const std::string body = std::string("    import os, shutil, stat\n"
+                                       "    try:\n") +
+                           std::string(op_body) +
+                           "    except FileNotFoundError:\n"
+                           "        text = '{\"missing\": true}'\n"
+                           "    except NotADirectoryError:\n"
+                           "        text = '{\"missing\": true}'\n"
+                           "    except Exception as e:\n"
+                           "        text = json.dumps({'error': type(e).__name__ + ': ' + str(e)})\n";
+  auto answer = detail::run_python_for_json(sb, what, args, body, stage);
+  if (const auto it = answer.find("missing"); it != answer.end() && *it == true)
+    throw SandboxExecutionError(what + ": no such file or directory", stage, ErrorKind::kNotFound);
+  if (const auto it = answer.find("error"); it != answer.end()) {
+    const std::string said = it->is_string() ? it->get<std::string>() : std::string("an error");
+    throw SandboxExecutionError(what + " failed: " + said, stage,
+                                said.rfind("PermissionError", 0) == 0 ? ErrorKind::kPermissionDenied
+                                                                      : ErrorKind::kInvalidArgument);
+  }
+  return answer;
+}
+
+}  // namespace
+
+bool BedrockAgentCoreSandbox::do_exists(std::string_view path) {
+  const auto answer = file_call(*this, "exists '" + std::string(path) + "'", {{"path", path}},
+                                "        try:\n"
+                                "            os.lstat(args['path'])\n"
+                                "            found = True\n"
+                                "        except (FileNotFoundError, NotADirectoryError):\n"
+                                "            found = False\n"
+                                "        text = json.dumps({'exists': found})\n",
+                                Stage::kDownload);
+  const auto it = answer.find("exists");
+  if (it == answer.end() || !it->is_boolean())
+    throw SandboxExecutionError("exists: the framed answer is not the JSON object asked for", Stage::kDownload,
+                                ErrorKind::kInternal);
+  return it->get<bool>();
+}
+
+FileInfo BedrockAgentCoreSandbox::do_get_info(std::string_view path) {
+  const auto answer = file_call(
+      *this, "get_info '" + std::string(path) + "'", {{"path", path}},
+      "        p = args['path']\n"
+      "        st = os.lstat(p)\n"
+      "        kind = ('symlink' if stat.S_ISLNK(st.st_mode) else 'directory' if stat.S_ISDIR(st.st_mode)\n"
+      "                else 'file' if stat.S_ISREG(st.st_mode) else 'other')\n"
+      "        text = json.dumps({'type': kind, 'size': 0 if kind == 'directory' else st.st_size,\n"
+      "                           'mtime_ms': st.st_mtime_ns // 1000000, 'mode': stat.S_IMODE(st.st_mode)})\n",
+      Stage::kDownload);
+  const auto type = answer.find("type");
+  const auto size = answer.find("size");
+  const auto mtime = answer.find("mtime_ms");
+  const auto mode = answer.find("mode");
+  if (type == answer.end() || !type->is_string() || size == answer.end() || !size->is_number_unsigned() ||
+      mtime == answer.end() || !mtime->is_number_integer() || mode == answer.end() || !mode->is_number_unsigned())
+    throw SandboxExecutionError("get_info: the framed answer is not the JSON object asked for", Stage::kDownload,
+                                ErrorKind::kInternal);
+  FileInfo info;
+  std::string_view trimmed = path;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.remove_suffix(1);
+  const auto slash = trimmed.find_last_of('/');
+  info.name = std::string(slash == std::string_view::npos ? trimmed : trimmed.substr(slash + 1));
+  info.path = std::string(path);
+  const auto& t = type->get_ref<const std::string&>();
+  info.type = t == "file" ? FileType::kFile : t == "directory" ? FileType::kDirectory
+              : t == "symlink" ? FileType::kSymlink : FileType::kOther;
+  info.is_directory = info.type == FileType::kDirectory;
+  info.size = size->get<std::uint64_t>();
+  info.modified = std::chrono::system_clock::time_point(std::chrono::milliseconds(mtime->get<std::int64_t>()));
+  info.permissions = static_cast<std::uint32_t>(mode->get<std::uint64_t>() & 07777);
+  return info;
+}
+
+// The first lines of copy and move: the source must exist, the destination's parents are made.
+constexpr std::string_view kTransferPrologue =
+    "        src, dst = args['from'], args['to']\n"
+    "        os.lstat(src)\n"
+    "        parent = os.path.dirname(dst)\n"
+    "        if parent:\n"
+    "            os.makedirs(parent, exist_ok=True)\n";
+
+void BedrockAgentCoreSandbox::do_copy(std::string_view from, std::string_view to) {
+  (void)file_call(*this, "copy '" + std::string(from) + "'", {{"from", from}, {"to", to}},
+                  std::string(kTransferPrologue) +
+                      "        if os.path.isdir(src) and not os.path.islink(src):\n"
+                      "            shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)\n"
+                      "        else:\n"
+                      "            shutil.copy2(src, dst, follow_symlinks=False)\n"
+                      "        text = '{}'\n",
+                  Stage::kUpload);
+}
+
+void BedrockAgentCoreSandbox::do_move(std::string_view from, std::string_view to) {
+  (void)file_call(*this, "move '" + std::string(from) + "'", {{"from", from}, {"to", to}},
+                  std::string(kTransferPrologue) +
+                      "        os.replace(src, dst)\n"
+                      "        text = '{}'\n",
+                  Stage::kUpload);
 }
 
 }  // namespace code_interpreter

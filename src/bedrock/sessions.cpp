@@ -174,6 +174,11 @@ Capabilities detail::bedrock_capabilities(const BedrockOptions& options) {
   // Tasks (docs/protocols/bedrock.md "Tools"): startCommandExecution, getTask by id, stopTask; no stdin, no listing
   // of tasks, no signals.
   c.processes = c.process_connect = true;
+  // exists, get_info, copy, move and variables run as Python in the session; restart is executeCode's clearContext
+  // (Python only). No interrupt_call: an executeCode cannot be stopped.
+  const bool python = options.language == Language::kPython;
+  c.file_info = c.file_move = c.file_copy = python;
+  c.restart = c.variables = python;
   return c;
 }
 

@@ -25,6 +25,7 @@ class CallRegistry {
     ~Call() {
       std::lock_guard lock(registry_.mutex_);
       registry_.inflight_.erase(&source_);
+      registry_.interruptible_.erase(&source_);
     }
     Call(const Call&) = delete;
     Call& operator=(const Call&) = delete;
@@ -38,12 +39,22 @@ class CallRegistry {
   };
 
   /// Registers a call. @throws SandboxNotInitializedError after mark_terminated().
-  std::unique_ptr<Call> begin(std::stop_token user = {}) {
+  /// `interruptible`: an execute_code, which interrupt_running() stops.
+  std::unique_ptr<Call> begin(std::stop_token user = {}, bool interruptible = false) {
     auto call = std::make_unique<Call>(*this, std::move(user));
     std::lock_guard lock(mutex_);
     if (terminated_) throw SandboxNotInitializedError();
     inflight_.insert(&call->source_);
+    if (interruptible) interruptible_.insert(&call->source_);
     return call;
+  }
+
+  /// Requests a stop of every interruptible call in flight (CodeInterpreterSandbox::interrupt on a backend that
+  /// can only cancel the request). @throws SandboxNotInitializedError after mark_terminated().
+  void interrupt_running() {
+    std::lock_guard lock(mutex_);
+    if (terminated_) throw SandboxNotInitializedError();
+    for (auto* source : interruptible_) source->request_stop();
   }
 
   /// Requests a stop of every call in flight, for terminate. Returns false when already terminated.
@@ -86,6 +97,7 @@ class CallRegistry {
   bool terminated_ = false;
   bool terminating_ = false;  // terminate has begun (cancel_all), whether or not it ends in success
   std::set<std::stop_source*> inflight_;
+  std::set<std::stop_source*> interruptible_;  // the execute_code calls among inflight_
 };
 
 }  // namespace code_interpreter::detail

@@ -61,6 +61,16 @@ std::string_view to_string(Stage stage) noexcept {
   return "execute";
 }
 
+std::string_view to_string(FileType type) noexcept {
+  switch (type) {
+    case FileType::kFile: return "file";
+    case FileType::kDirectory: return "directory";
+    case FileType::kSymlink: return "symlink";
+    case FileType::kOther: return "other";
+  }
+  return "other";
+}
+
 std::string_view to_string(NetworkAccess access) noexcept {
   switch (access) {
     case NetworkAccess::kNone: return "none";

@@ -18,6 +18,7 @@ constexpr ExecutionStatus kStatuses[] = {ExecutionStatus::kSuccess, ExecutionSta
                                          ExecutionStatus::kTimeout, ExecutionStatus::kUnknown};
 constexpr TimeoutKind kTimeoutKinds[] = {TimeoutKind::kExecution, TimeoutKind::kRequest,
                                          TimeoutKind::kSandboxLost};
+constexpr FileType kFileTypes[] = {FileType::kFile, FileType::kDirectory, FileType::kSymlink, FileType::kOther};
 
 template <typename T>
 nlohmann::json optional_json(const std::optional<T>& value) {
@@ -50,14 +51,27 @@ void from_json(const nlohmann::json& j, RichResult& v) {
   j.at("is_main_result").get_to(v.is_main_result);
 }
 
+// FileInfo: {"name", "path", "is_directory", "size"}, and, only when set, "type" ("file", "directory", "symlink",
+// "other"), "modified_ms" (milliseconds since the Unix epoch) and "permissions" (the mode bits, a number).
 void to_json(nlohmann::json& j, const FileInfo& v) {
   j = {{"name", v.name}, {"path", v.path}, {"is_directory", v.is_directory}, {"size", v.size}};
+  if (v.type) j["type"] = std::string(to_string(*v.type));
+  if (v.modified)
+    j["modified_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(v.modified->time_since_epoch()).count();
+  if (v.permissions) j["permissions"] = *v.permissions;
 }
 void from_json(const nlohmann::json& j, FileInfo& v) {
   j.at("name").get_to(v.name);
   j.at("path").get_to(v.path);
   j.at("is_directory").get_to(v.is_directory);
   j.at("size").get_to(v.size);
+  v.type.reset();
+  if (const auto it = j.find("type"); it != j.end()) v.type = parse_enum(*it, kFileTypes, "file type");
+  v.modified.reset();
+  if (const auto it = j.find("modified_ms"); it != j.end())
+    v.modified = std::chrono::system_clock::time_point(std::chrono::milliseconds(it->get<std::int64_t>()));
+  v.permissions.reset();
+  if (const auto it = j.find("permissions"); it != j.end()) v.permissions = it->get<std::uint32_t>();
 }
 
 void to_json(nlohmann::json& j, const ExecutionResult& v) {

@@ -189,6 +189,74 @@ void CodeInterpreterSandbox::make_dir(std::string_view path) {
   do_make_dir(path);
 }
 
+void CodeInterpreterSandbox::write_file(std::string_view path, std::string_view data, bool make_dirs) {
+  check_path(path, "path");
+  if (!make_dirs) {
+    // The parent must be there already: asked first, so nothing is written (or created) when it is not.
+    const std::string text(path);
+    const auto slash = text.find_last_of('/');
+    const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : text.substr(0, slash);
+    bool is_dir = false;
+    try {
+      is_dir = do_get_info(parent).is_directory;
+    } catch (const SandboxExecutionError& e) {
+      if (e.kind() != ErrorKind::kNotFound) throw;
+    }
+    if (!is_dir) {
+      throw SandboxExecutionError("write_file '" + text + "': the parent directory '" + parent +
+                                      "' does not exist (make_dirs is false)",
+                                  Stage::kUpload, ErrorKind::kNotFound);
+    }
+  }
+  do_write_file(path, data);
+}
+
+bool CodeInterpreterSandbox::exists(std::string_view path) {
+  check_path(path, "path");
+  return do_exists(path);
+}
+
+FileInfo CodeInterpreterSandbox::get_info(std::string_view path) {
+  check_path(path, "path");
+  auto info = do_get_info(path);
+  // Held to its own word: a type and is_directory that disagree are made to agree with the type.
+  if (info.type) info.is_directory = *info.type == FileType::kDirectory;
+  return info;
+}
+
+void CodeInterpreterSandbox::copy(std::string_view from, std::string_view to) {
+  check_path(from, "from");
+  check_path(to, "to");
+  do_copy(from, to);
+}
+
+void CodeInterpreterSandbox::move(std::string_view from, std::string_view to) {
+  check_path(from, "from");
+  check_path(to, "to");
+  do_move(from, to);
+}
+
+void CodeInterpreterSandbox::interrupt() { do_interrupt(); }
+
+void CodeInterpreterSandbox::restart() { do_restart(); }
+
+namespace {
+[[noreturn]] void refuse(std::string_view what, Stage stage) {
+  throw SandboxExecutionError(std::string(what) + " is not supported by this sandbox", stage, ErrorKind::kUnsupported);
+}
+}  // namespace
+
+bool CodeInterpreterSandbox::do_exists(std::string_view) { refuse("exists", Stage::kDownload); }
+FileInfo CodeInterpreterSandbox::do_get_info(std::string_view) { refuse("get_info", Stage::kDownload); }
+void CodeInterpreterSandbox::do_copy(std::string_view, std::string_view) { refuse("copy", Stage::kUpload); }
+void CodeInterpreterSandbox::do_move(std::string_view, std::string_view) { refuse("move", Stage::kUpload); }
+void CodeInterpreterSandbox::do_interrupt() { refuse("interrupt", Stage::kExecute); }
+void CodeInterpreterSandbox::do_restart() { refuse("restart", Stage::kExecute); }
+void CodeInterpreterSandbox::do_set_variable(std::string_view, const std::string&) {
+  refuse("set_variable", Stage::kExecute);
+}
+nlohmann::json CodeInterpreterSandbox::do_get_variable(std::string_view) { refuse("get_variable", Stage::kExecute); }
+
 bool CodeInterpreterSandbox::download_file_to(std::string_view path, const std::filesystem::path& destination,
                                               Timeout timeout, std::optional<std::uint64_t> max_bytes) {
   check_path(path, "path");

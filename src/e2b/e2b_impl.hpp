@@ -42,7 +42,10 @@ struct E2BSandbox::Impl {
   Impl& operator=(const Impl&) = delete;
 
   /// One guard per public call, cancelled by the caller or by terminate.
-  std::unique_ptr<detail::CallRegistry::Call> begin_call(std::stop_token user = {}) { return calls.begin(std::move(user)); }
+  /// `interruptible`: an execution, which interrupt() cancels.
+  std::unique_ptr<detail::CallRegistry::Call> begin_call(std::stop_token user = {}, bool interruptible = false) {
+    return calls.begin(std::move(user), interruptible);
+  }
 
   /// Retry hooks that keep every attempt, and every sleep between them, within `deadline`.
   [[nodiscard]] static http::RetryHooks deadline_hooks(const detail::Deadline& deadline);

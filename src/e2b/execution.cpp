@@ -109,7 +109,7 @@ ExecutionResult E2BSandbox::Impl::execute(std::optional<std::string_view> contex
                                           const ExecuteOptions& o) {
   e2b::require_utf8(code, "execute: the code");
   if (context_id) e2b::require_utf8(*context_id, "execute: the context id");
-  const auto call = begin_call(o.cancel);
+  const auto call = begin_call(o.cancel, /*interruptible=*/true);
   ExecutionResult r;
   r.code = std::string(code);
 
@@ -227,5 +227,33 @@ void E2BSandbox::remove_context(std::string_view context_id) {
                                                 "/contexts/" + http::url_encode(context_id)),
                     Stage::kExecute, "remove_context");
 }
+
+// ---- E2BSandbox: interrupt, restart, variables ----
+
+void E2BSandbox::do_interrupt() {
+  // The only interrupt E2B has is closing the /execute stream: the code interpreter then interrupts its kernel,
+  // which keeps its state (docs/protocols/e2b.md "Code interpreter"). The call returns as a cancelled one does.
+  impl_->calls.interrupt_running();
+}
+
+void E2BSandbox::do_restart() {
+  // execute_code runs in the code interpreter's default context of the sandbox's language: the first of that
+  // language the interpreter lists (it creates its defaults at start, before any other).
+  const std::string language(to_string(impl_->language));
+  for (const auto& context : list_contexts()) {
+    if (context.language == language) {
+      restart_context(context.id);
+      return;
+    }
+  }
+  throw SandboxExecutionError("restart: the code interpreter lists no " + language + " context", Stage::kExecute,
+                              ErrorKind::kNotFound);
+}
+
+void E2BSandbox::do_set_variable(std::string_view name, const std::string& value_json) {
+  set_variable_by_code(name, value_json);
+}
+
+nlohmann::json E2BSandbox::do_get_variable(std::string_view name) { return get_variable_by_code(name); }
 
 }  // namespace code_interpreter

@@ -153,4 +153,61 @@ bool E2BSandbox::do_download_file_to(std::string_view path, const std::filesyste
   });
 }
 
+
+// ---- E2BSandbox: exists, get_info, copy, move ----
+
+bool E2BSandbox::do_exists(std::string_view path) {
+  const auto call = impl_->begin_call();
+  auto request = impl_->stub.rpc_request("filesystem.Filesystem/Stat", {{"path", path}}, "exists");
+  request.cancel = call->token();
+  const auto ex = http::perform_with_retries(impl_->client, request);
+  if (ex.success()) {
+    const json answer = detail::parse_untrusted_json(ex.response.body);
+    if (answer.is_object() && answer.contains("entry") && answer["entry"].is_object()) return true;
+    throw SandboxExecutionError("exists: the sandbox answered with malformed JSON", Stage::kDownload, ErrorKind::kInternal);
+  }
+  // Only envd's own not_found says "absent"; a transport failure, a gone sandbox or another error throws.
+  if (ex.ok() && !e2b::is_gone_answer(ex.response.status, ex.response.body) &&
+      e2b::connect_error_code(ex.response.body) == std::optional<std::string>("not_found"))
+    return false;
+  impl_->throw_file_error(ex, Stage::kDownload, "exists");
+}
+
+FileInfo E2BSandbox::do_get_info(std::string_view path) {
+  const json answer = impl_->rpc("filesystem.Filesystem/Stat", {{"path", path}}, Stage::kDownload, "get_info");
+  const auto entry = answer.find("entry");
+  if (entry == answer.end() || !entry->is_object())
+    throw SandboxExecutionError("get_info: the sandbox answered without an entry", Stage::kDownload, ErrorKind::kInternal);
+  auto info = e2b::E2BStub::decode_entry(*entry);
+  if (info.type == FileType::kDirectory) info.size = 0;  // envd gives a directory's block size (4096)
+  return info;
+}
+
+void E2BSandbox::do_move(std::string_view path, std::string_view to) {
+  // envd's Move makes the destination's parents and renames (docs/protocols/e2b.md "filesystem.Filesystem").
+  (void)impl_->rpc("filesystem.Filesystem/Move", {{"source", path}, {"destination", to}}, Stage::kUpload, "move");
+}
+
+void E2BSandbox::do_copy(std::string_view from, std::string_view to) {
+  // envd has no copy: the sandbox's own cp does it, the paths passed as environment variables so no path is ever
+  // read as shell syntax. Stat first, so a missing source is kNotFound as everywhere else.
+  (void)impl_->rpc("filesystem.Filesystem/Stat", {{"path", from}}, Stage::kUpload, "copy");
+  CommandOptions options;
+  options.env = {{"CI_COPY_FROM", std::string(from)}, {"CI_COPY_TO", std::string(to)}};
+  const auto r = execute_command(
+      "mkdir -p -- \"$(dirname -- \"$CI_COPY_TO\")\" && "
+      "if [ -d \"$CI_COPY_FROM\" ] && [ -d \"$CI_COPY_TO\" ]; then cp -a -- \"$CI_COPY_FROM\"/. \"$CI_COPY_TO\"; "
+      "else cp -a -T -- \"$CI_COPY_FROM\" \"$CI_COPY_TO\"; fi",
+      options);
+  if (r.status != ExecutionStatus::kSuccess) {
+    const ErrorKind kind = r.status == ExecutionStatus::kTimeout   ? ErrorKind::kTimeout
+                           : r.status == ExecutionStatus::kUnknown ? ErrorKind::kUnknown
+                                                                   : ErrorKind::kInternal;
+    std::string said = r.stderr_text.empty() ? r.error : r.stderr_text;
+    while (!said.empty() && said.back() == '\n') said.pop_back();
+    throw SandboxExecutionError("copy '" + std::string(from) + "' to '" + std::string(to) + "' failed: " + said,
+                                Stage::kUpload, kind);
+  }
+}
+
 }  // namespace code_interpreter

@@ -226,6 +226,10 @@ Capabilities detail::e2b_capabilities(const E2BOptions& options) {
   c.network_policies = {NetworkAccess::kNone, NetworkAccess::kAllowlist, NetworkAccess::kAll};
   // envd's process service: Start, SendInput, CloseStdin, SendSignal, Connect, List (docs/protocols/e2b.md).
   c.processes = c.process_stdin = c.process_connect = c.process_list = c.process_signals = true;
+  c.file_info = c.file_move = c.file_copy = true;
+  c.interrupt_call = true;  // by closing the stream: the kernel is interrupted and keeps its state
+  c.restart = true;
+  c.variables = options.language == Language::kPython;
   return c;
 }
 

@@ -7,6 +7,7 @@
 
 #include "code_interpreter/management.hpp"
 #include "core/defaults.hpp"
+#include "core/manager.hpp"
 #include "core/network_policy.hpp"
 #include "core/untrusted.hpp"
 #include "core/utf8.hpp"
@@ -353,26 +354,52 @@ std::vector<FileInfo> E2BStub::decode_entries(const json& answer) {
     throw SandboxExecutionError("list_files: malformed answer", Stage::kDownload, ErrorKind::kInternal);
   for (const auto& e : *entries) {
     if (!e.is_object()) continue;
-    FileInfo info;
-    if (const auto it = e.find("name"); it != e.end() && it->is_string()) info.name = it->get<std::string>();
-    if (const auto it = e.find("path"); it != e.end() && it->is_string()) info.path = it->get<std::string>();
-    if (const auto it = e.find("type"); it != e.end() && it->is_string())
-      info.is_directory = it->get<std::string>() == "FILE_TYPE_DIRECTORY";
-    // int64 fields are JSON strings in protojson (docs/protocols/e2b.md "Connect calls and their JSON").
-    if (const auto it = e.find("size"); it != e.end()) {
-      // Digits only: std::stoull would take "-1" as 2^64-1, and " 7" or "+7" too.
-      if (it->is_string()) {
-        const auto& text = it->get_ref<const std::string&>();
-        std::uint64_t size = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), size);
-        info.size = ec == std::errc() && end == text.data() + text.size() && !text.empty() ? size : 0;
-      } else if (it->is_number_unsigned()) {
-        info.size = it->get<std::uint64_t>();
-      }
-    }
+    // A listing carries name, path, is_directory and size, as on every backend (get_info tells the rest), and a
+    // link to a directory lists as a directory, as envd types it.
+    FileInfo info = decode_entry(e);
+    const auto type = e.find("type");
+    info.is_directory = type != e.end() && *type == "FILE_TYPE_DIRECTORY";
+    info.type.reset();
+    info.modified.reset();
+    info.permissions.reset();
     files.push_back(std::move(info));
   }
   return files;
+}
+
+FileInfo E2BStub::decode_entry(const json& e) {
+  FileInfo info;
+  if (!e.is_object()) return info;
+  if (const auto it = e.find("name"); it != e.end() && it->is_string()) info.name = it->get<std::string>();
+  if (const auto it = e.find("path"); it != e.end() && it->is_string()) info.path = it->get<std::string>();
+  if (const auto it = e.find("type"); it != e.end() && it->is_string()) {
+    const auto& type = it->get_ref<const std::string&>();
+    info.is_directory = type == "FILE_TYPE_DIRECTORY";
+    if (type == "FILE_TYPE_DIRECTORY") info.type = FileType::kDirectory;
+    else if (type == "FILE_TYPE_FILE") info.type = FileType::kFile;
+    else if (type == "FILE_TYPE_SYMLINK") info.type = FileType::kSymlink;
+  }
+  if (const auto it = e.find("symlinkTarget"); it != e.end() && it->is_string() && !it->get_ref<const std::string&>().empty()) {
+    info.type = FileType::kSymlink;
+    info.is_directory = false;
+  }
+  // int64 fields are JSON strings in protojson (docs/protocols/e2b.md "Connect calls and their JSON").
+  if (const auto it = e.find("size"); it != e.end()) {
+    // Digits only: std::stoull would take "-1" as 2^64-1, and " 7" or "+7" too.
+    if (it->is_string()) {
+      const auto& text = it->get_ref<const std::string&>();
+      std::uint64_t size = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), size);
+      info.size = ec == std::errc() && end == text.data() + text.size() && !text.empty() ? size : 0;
+    } else if (it->is_number_unsigned()) {
+      info.size = it->get<std::uint64_t>();
+    }
+  }
+  if (const auto it = e.find("mode"); it != e.end() && it->is_number_unsigned() && it->get<std::uint64_t>() <= 0xFFFFFFFFu)
+    info.permissions = static_cast<std::uint32_t>(it->get<std::uint64_t>() & 07777);
+  if (const auto it = e.find("modifiedTime"); it != e.end() && it->is_string())
+    info.modified = detail::parse_rfc3339(it->get_ref<const std::string&>());
+  return info;
 }
 
 std::optional<E2BContext> E2BStub::decode_context(const json& c) {

@@ -112,6 +112,10 @@ class E2BStub {
                                                                                    const std::string& token);
   /// A ListDir answer's entries. @throws SandboxExecutionError for a malformed one.
   [[nodiscard]] static std::vector<FileInfo> decode_entries(const nlohmann::json& answer);
+  /// One EntryInfo (docs/protocols/e2b.md "filesystem.Filesystem"): name, path, type (a symlinkTarget makes it
+  /// kSymlink: envd reports a link's target type), size, modifiedTime (RFC 3339), mode's permission bits. A field
+  /// that is absent or malformed is left unset (size 0).
+  [[nodiscard]] static FileInfo decode_entry(const nlohmann::json& entry);
   /// A context of a /contexts answer; nullopt when it has no id.
   [[nodiscard]] static std::optional<E2BContext> decode_context(const nlohmann::json& c);
 

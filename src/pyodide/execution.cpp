@@ -46,6 +46,13 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
   const auto call = begin_call();
   host.drain_wake();
   std::stop_callback on_cancel(opts.cancel, [this] { host.wake(); });
+  // From here an interrupt() wakes the wait below; one asked before this call is not kept for it.
+  interrupt_asked = false;
+  running = true;
+  struct NotRunning {
+    std::atomic<bool>& running;
+    ~NotRunning() { running = false; }
+  } not_running{running};
   auto deadline = detail::deadline_from(opts.timeout, detail::kDefaultExecuteTimeout);
 
   if (auto e = host.await_ready(deadline, opts.cancel); e.kind != detail::ReadyError::kNone) {
@@ -196,6 +203,9 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
           finish_streams();
           if (reason == StopReason::kCallback) {
             stopped(false);
+          } else if (host_interrupt && !ok && reason == StopReason::kInterrupt) {
+            // interrupt(): the code's KeyboardInterrupt (or the CancelledError of a task waiting at an await) is
+            // the answer, the state kept (docs/errors.md "Filesystem, interrupt, restart and variables").
           } else if (host_interrupt && !ok) {
             // We asked the code to stop; whatever error it ended with (KeyboardInterrupt, CancelledError, or an
             // error the interrupt caused inside Pyodide) is the consequence of that request, not the code's own.
@@ -249,6 +259,7 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
         return r;
       }
       if (opts.cancel.stop_requested()) ask_to_stop(StopReason::kCancel);
+      if (interrupt_asked.exchange(false)) ask_to_stop(StopReason::kInterrupt);
       continue;
     }
     // FrameWait::kEof: the runtime died during the call.
@@ -263,7 +274,7 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
     const bool memory = h->died_of_memory();
     host.respawn();
     finish_streams();
-    if (reason == StopReason::kCancel || reason == StopReason::kCallback) {
+    if (reason == StopReason::kCancel || reason == StopReason::kCallback || reason == StopReason::kInterrupt) {
       stopped(true);
       return r;
     }
@@ -291,5 +302,34 @@ ExecutionResult PyodideSandbox::do_execute_command(std::string_view command, con
                          "shell commands are not available in the Pyodide sandbox (Python runs in WebAssembly, with "
                          "no processes); use execute_code");
 }
+
+}  // namespace code_interpreter
+
+namespace code_interpreter {
+
+void PyodideSandbox::do_interrupt() {
+  impl_->check_alive();
+  // Not under the call lock, which the run holds: the run's wait wakes and sends the interrupt itself.
+  if (!impl_->running) return;
+  impl_->interrupt_asked = true;
+  impl_->host.wake();
+}
+
+void PyodideSandbox::do_restart() {
+  const auto call = impl_->begin_call();
+  impl_->host.respawn();
+  const auto deadline = detail::deadline_from(std::nullopt, detail::kDefaultFileTimeout);
+  if (auto e = impl_->host.await_ready(deadline, {}); e.kind != detail::ReadyError::kNone) {
+    throw SandboxExecutionError("restart: the fresh Pyodide runtime did not become ready: " + e.message,
+                                Stage::kExecute, e.kind == detail::ReadyError::kTimeout ? ErrorKind::kTimeout
+                                                                                         : ErrorKind::kInternal);
+  }
+}
+
+void PyodideSandbox::do_set_variable(std::string_view name, const std::string& value_json) {
+  set_variable_by_code(name, value_json);
+}
+
+nlohmann::json PyodideSandbox::do_get_variable(std::string_view name) { return get_variable_by_code(name); }
 
 }  // namespace code_interpreter

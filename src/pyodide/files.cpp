@@ -10,6 +10,7 @@
 #include "core/file_guards.hpp"
 #include "core/nested.hpp"
 #include "core/temporary_file.hpp"
+#include "core/untrusted.hpp"
 #include "pyodide/outcome.hpp"
 #include "pyodide/sandbox_impl.hpp"
 
@@ -127,8 +128,12 @@ std::vector<FileInfo> PyodideSandbox::do_list_files(std::string_view dir) {
   std::vector<FileInfo> files;
   try {
     for (const auto& entry : f.header.at("entries")) {
-      files.push_back(FileInfo{entry.at("name").get<std::string>(), entry.at("path").get<std::string>(),
-                               entry.at("dir").get<bool>(), entry.at("size").get<std::uint64_t>()});
+      FileInfo info;
+      info.name = entry.at("name").get<std::string>();
+      info.path = entry.at("path").get<std::string>();
+      info.is_directory = entry.at("dir").get<bool>();
+      info.size = entry.at("size").get<std::uint64_t>();
+      files.push_back(std::move(info));
     }
   } catch (const json::exception& e) {
     impl_->host.respawn();  // the runtime broke the protocol: it is not trusted further
@@ -184,6 +189,90 @@ bool PyodideSandbox::do_download_file_to(std::string_view path, const fs::path& 
     logger()->debug("sandbox {}: cannot write a temporary file beside '{}'", impl_->host.id(), destination.string());
   }
   return written;
+}
+
+}  // namespace code_interpreter
+
+// ---- filesystem: exists, get_info, copy, move ----
+
+namespace code_interpreter {
+
+namespace {
+
+// The last component of `path` (trailing slashes ignored), as a listing names it.
+std::string base_name(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  const auto slash = path.find_last_of('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+// copy or move: a request with a source and a destination whose answer carries nothing but success.
+std::optional<FileError> two_path_request(detail::PyodideHost& host, const char* op, std::string_view from,
+                                          std::string_view to) {
+  auto answer = host.file_request({{"op", op}, {"path", from}, {"to", to}}, {},
+                                  detail::deadline_from(std::nullopt, detail::kDefaultFileTimeout));
+  if (auto* e = std::get_if<FileError>(&answer)) return *e;
+  return detail::fs_answer_error(std::get<Frame>(answer), op, from);
+}
+
+}  // namespace
+
+bool PyodideSandbox::do_exists(std::string_view path) {
+  const auto call = impl_->begin_call();
+  auto answer = impl_->host.file_request({{"op", "stat"}, {"path", path}}, {},
+                                         detail::deadline_from(std::nullopt, detail::kDefaultFileTimeout));
+  if (auto* e = std::get_if<FileError>(&answer)) detail::throw_file_error(*e, Stage::kDownload);
+  const auto& f = std::get<Frame>(answer);
+  if (const auto ok = f.header.find("ok"); ok != f.header.end() && *ok == true) return true;
+  // ENOENT, or ENOTDIR (a component on the way is a file): the runtime said the path is not there.
+  const auto code = detail::string_member(f.header, "code");
+  if (code == "ENOENT" || code == "ENOTDIR") return false;
+  detail::throw_file_error(*detail::fs_answer_error(f, "exists", path), Stage::kDownload);
+}
+
+FileInfo PyodideSandbox::do_get_info(std::string_view path) {
+  const auto call = impl_->begin_call();
+  auto answer = impl_->host.file_request({{"op", "stat"}, {"path", path}}, {},
+                                         detail::deadline_from(std::nullopt, detail::kDefaultFileTimeout));
+  if (auto* e = std::get_if<FileError>(&answer)) detail::throw_file_error(*e, Stage::kDownload);
+  const auto& f = std::get<Frame>(answer);
+  if (auto e = detail::fs_answer_error(f, "get_info", path)) detail::throw_file_error(*e, Stage::kDownload);
+  // The host rebuilt "info" from known fields only (host.mjs); its absence breaks the protocol.
+  const json* fields[4] = {};
+  if (const auto it = f.header.find("info"); it != f.header.end() && it->is_object()) {
+    const char* names[4] = {"type", "size", "mtime_ms", "mode"};
+    for (int k = 0; k < 4; ++k)
+      if (const auto field = it->find(names[k]); field != it->end()) fields[k] = &*field;
+  }
+  if (!fields[0] || !fields[0]->is_string() || !fields[1] || !fields[1]->is_number_unsigned() || !fields[2] ||
+      !fields[2]->is_number_integer() || !fields[3] || !fields[3]->is_number_unsigned()) {
+    impl_->host.respawn();
+    throw SandboxExecutionError("malformed get_info answer from the Pyodide runtime; the runtime was restarted",
+                                Stage::kDownload, ErrorKind::kInternal);
+  }
+  const auto type_name = fields[0]->get<std::string>();
+  FileInfo info;
+  info.name = base_name(path);
+  info.path = std::string(path);
+  info.type = type_name == "file"        ? FileType::kFile
+              : type_name == "directory" ? FileType::kDirectory
+              : type_name == "symlink"   ? FileType::kSymlink
+                                         : FileType::kOther;
+  info.is_directory = info.type == FileType::kDirectory;
+  info.size = fields[1]->get<std::uint64_t>();
+  info.modified = std::chrono::system_clock::time_point(std::chrono::milliseconds(fields[2]->get<std::int64_t>()));
+  info.permissions = static_cast<std::uint32_t>(fields[3]->get<std::uint64_t>() & 07777);
+  return info;
+}
+
+void PyodideSandbox::do_copy(std::string_view from, std::string_view to) {
+  const auto call = impl_->begin_call();
+  if (auto e = two_path_request(impl_->host, "copy", from, to)) detail::throw_file_error(*e, Stage::kUpload);
+}
+
+void PyodideSandbox::do_move(std::string_view from, std::string_view to) {
+  const auto call = impl_->begin_call();
+  if (auto e = two_path_request(impl_->host, "move", from, to)) detail::throw_file_error(*e, Stage::kUpload);
 }
 
 }  // namespace code_interpreter

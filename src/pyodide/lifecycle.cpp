@@ -340,6 +340,9 @@ Capabilities detail::pyodide_capabilities(const PyodideOptions&) {
   c.languages = {Language::kPython};
   c.network_policies = {NetworkAccess::kNone};
   c.upload_dir = detail::kUploadDir;
+  c.file_info = c.file_move = c.file_copy = true;
+  c.interrupt_call = c.interrupt_keeps_state = true;
+  c.restart = c.variables = true;
   return c;
 }
 

@@ -97,6 +97,13 @@ void set_stopped(ExecutionResult& r, StopReason reason, bool killed, const std::
     case StopReason::kCancel:
       set_unknown(r, "cancelled", killed ? "cancelled; the runtime was restarted" : "cancelled");
       break;
+    case StopReason::kInterrupt:
+      // Reached only when the code did not stop within the grace period (or ended without an error, which the
+      // caller keeps): the runtime was replaced, as a cancelled call's is.
+      set_unknown(r, "cancelled", killed ? "interrupted; the code did not stop, so the runtime was restarted and its "
+                                           "state lost"
+                                         : "interrupted");
+      break;
     case StopReason::kCallback:
       detail::mark_callback_threw(r, callback_error);
       break;

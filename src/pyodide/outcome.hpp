@@ -47,7 +47,7 @@ void set_unknown(ExecutionResult& r, std::string exception_type, std::string mes
 
 /// Why the library asked a run to stop (docs/architecture.md "Timeout: interrupt, grace, kill, respawn",
 /// "Cancellation and terminate").
-enum class StopReason { kNone, kTimeout, kCancel, kCallback };
+enum class StopReason { kNone, kTimeout, kCancel, kCallback, kInterrupt };
 
 /// The outcome of a run stopped on the library's request, by interrupt (`killed` false) or by kill: kTimeout /
 /// kExecution for a timeout, kUnknown `cancelled` or `callback.exception` otherwise.

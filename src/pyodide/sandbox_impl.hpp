@@ -39,6 +39,9 @@ struct PyodideSandbox::Impl {
   detail::PyodideHost host;
   std::mutex call_mu;  // serializes calls
   std::atomic<bool> terminated{false};
+  // interrupt(): a run in progress (running) is asked to stop (interrupt_asked), by a wake of its wait.
+  std::atomic<bool> running{false};
+  std::atomic<bool> interrupt_asked{false};
 
   void check_alive() const {
     if (terminated || host.shutting_down()) throw SandboxNotInitializedError();

@@ -353,6 +353,9 @@ TEST_CASE("capabilities describe the Pyodide backend", "[execute]") {
   expected.languages = {ci::Language::kPython};
   expected.network_policies = {ci::NetworkAccess::kNone};
   expected.upload_dir = "/files";
+  expected.file_info = expected.file_move = expected.file_copy = true;
+  expected.interrupt_call = expected.interrupt_keeps_state = true;
+  expected.restart = expected.variables = true;
   CHECK(sb->capabilities() == expected);
   CHECK(sb->language() == ci::Language::kPython);
   REQUIRE(sb->sandbox_id().has_value());

@@ -87,6 +87,8 @@ class FakeSandbox : public CodeInterpreterSandbox {
     c.languages = {Language::kPython};
     c.network_policies = {NetworkAccess::kNone};  // as Pyodide: no network, and only that policy accepted
     c.upload_dir = "/files";
+    c.file_info = c.file_move = c.file_copy = true;
+    c.restart = c.variables = true;
     return c;
   }
 
@@ -216,9 +218,9 @@ class FakeSandbox : public CodeInterpreterSandbox {
       const std::string rest = path.substr(prefix.size());
       const auto slash = rest.find('/');
       if (slash == std::string::npos) {
-        out.push_back(FileInfo{rest, path, false, data.size()});
+        out.push_back(entry(rest, path, false, data.size()));
       } else if (subdirs.insert(rest.substr(0, slash)).second) {
-        out.push_back(FileInfo{rest.substr(0, slash), prefix + rest.substr(0, slash), true, 0});
+        out.push_back(entry(rest.substr(0, slash), prefix + rest.substr(0, slash), true, 0));
       }
     }
     if (out.empty()) {
@@ -273,6 +275,57 @@ class FakeSandbox : public CodeInterpreterSandbox {
     terminated_ = true;
   }
 
+  // filesystem, restart, variables: files are the stored ones, a directory is a path some stored file (or a
+  // make_dir) is below; variables live in a map that restart clears. No interrupt (the default refusal).
+
+  bool do_exists(std::string_view path) override {
+    check_alive();
+    std::lock_guard lock(mutex_);
+    return kind_of(std::string(path)) != Kind::kAbsent;
+  }
+
+  FileInfo do_get_info(std::string_view path) override {
+    check_alive();
+    std::lock_guard lock(mutex_);
+    const std::string p(path);
+    const auto kind = kind_of(p);
+    if (kind == Kind::kAbsent)
+      throw SandboxExecutionError("no such file: " + p, Stage::kDownload, ErrorKind::kNotFound);
+    FileInfo info;
+    const auto slash = p.find_last_of('/');
+    info.name = slash == std::string::npos ? p : p.substr(slash + 1);
+    info.path = p;
+    info.is_directory = kind == Kind::kDirectory;
+    info.type = info.is_directory ? FileType::kDirectory : FileType::kFile;
+    info.size = info.is_directory ? 0 : files_.at(p).size();
+    return info;
+  }
+
+  void do_copy(std::string_view from, std::string_view to) override { transfer(from, to, false); }
+  void do_move(std::string_view from, std::string_view to) override { transfer(from, to, true); }
+
+  void do_restart() override {
+    check_alive();
+    std::lock_guard lock(mutex_);
+    variables_.clear();
+  }
+
+  void do_set_variable(std::string_view name, const std::string& value_json) override {
+    check_alive();
+    std::lock_guard lock(mutex_);
+    variables_[std::string(name)] = nlohmann::json::parse(value_json);
+  }
+
+  nlohmann::json do_get_variable(std::string_view name) override {
+    check_alive();
+    std::lock_guard lock(mutex_);
+    const auto it = variables_.find(std::string(name));
+    if (it == variables_.end())
+      throw SandboxExecutionError("get_variable '" + std::string(name) + "': no such variable", Stage::kExecute,
+                                  ErrorKind::kNotFound);
+    return it->second;
+  }
+
  private:
   struct Scripted {
     ExecutionResult result;
@@ -282,6 +335,48 @@ class FakeSandbox : public CodeInterpreterSandbox {
   void check_alive() const {
     std::lock_guard lock(mutex_);
     if (terminated_) throw SandboxNotInitializedError();
+  }
+
+  /// A listing's entry: the fake tells no type, time or permissions there.
+  static FileInfo entry(std::string name, std::string path, bool is_directory, std::uint64_t size) {
+    FileInfo info;
+    info.name = std::move(name);
+    info.path = std::move(path);
+    info.is_directory = is_directory;
+    info.size = size;
+    return info;
+  }
+
+  enum class Kind { kAbsent, kFile, kDirectory };
+
+  /// What `path` is among the stored files and made directories. Called with the lock held.
+  Kind kind_of(const std::string& path) const {
+    if (files_.count(path) != 0) return Kind::kFile;
+    const std::string below = path + "/";
+    for (const auto& [stored, data] : files_)
+      if (stored.compare(0, below.size(), below) == 0) return Kind::kDirectory;
+    for (const auto& dir : made_dirs_)
+      if (dir == path || dir.compare(0, below.size(), below) == 0) return Kind::kDirectory;
+    return Kind::kAbsent;
+  }
+
+  /// copy (`remove` false) or move of a file or a tree of stored files.
+  void transfer(std::string_view from_view, std::string_view to_view, bool remove) {
+    check_alive();
+    std::lock_guard lock(mutex_);
+    const std::string from(from_view), to(to_view), below = from + "/";
+    if (kind_of(from) == Kind::kAbsent)
+      throw SandboxExecutionError("no such file: " + from, Stage::kUpload, ErrorKind::kNotFound);
+    std::map<std::string, std::string> moved;
+    for (auto it = files_.begin(); it != files_.end();) {
+      if (it->first == from || it->first.compare(0, below.size(), below) == 0) {
+        moved[to + it->first.substr(from.size())] = it->second;
+        it = remove ? files_.erase(it) : std::next(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& [path, data] : moved) files_[path] = std::move(data);
   }
 
   std::optional<std::string> fetch(std::string_view path) {
@@ -400,6 +495,7 @@ class FakeSandbox : public CodeInterpreterSandbox {
   mutable std::mutex mutex_;
   std::deque<std::variant<Scripted, Handler>> script_;
   std::map<std::string, std::string> files_;
+  std::map<std::string, nlohmann::json> variables_;
   std::vector<ExecuteCall> calls_;
   std::vector<std::string> downloads_;
   std::vector<std::string> made_dirs_;

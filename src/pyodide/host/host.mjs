@@ -124,6 +124,15 @@ function rebuild(h) {
         r.message = str(h.message);
       }
       if (Number.isSafeInteger(h.size) && h.size >= 0) r.size = h.size;
+      if (h.info !== null && typeof h.info === "object") {
+        const i = h.info;
+        r.info = {
+          type: ["file", "directory", "symlink", "other"].includes(i.type) ? i.type : "other",
+          size: Math.max(0, int(i.size)),
+          mtime_ms: Number.isSafeInteger(i.mtime_ms) ? i.mtime_ms : 0,
+          mode: int(i.mode) & 0o7777,
+        };
+      }
       if (Array.isArray(h.entries)) {
         r.entries = h.entries.map((e) => {
           const o = e !== null && typeof e === "object" ? e : {};

@@ -451,6 +451,29 @@ function removeTree(FS, path) {
   }
 }
 
+function fileType(FS, mode) {
+  if (FS.isLink(mode)) return "symlink";
+  if (FS.isDir(mode)) return "directory";
+  if (FS.isFile(mode)) return "file";
+  return "other";
+}
+
+// Copies a file, or a directory tree (links copied as links), to `to`; the parents of `to` are made first.
+function copyTree(FS, from, to) {
+  const st = FS.lstat(from);
+  if (FS.isDir(st.mode)) {
+    if (to === from || to.startsWith(from + "/")) {
+      throw Object.assign(new Error("cannot copy a directory into itself"), { errno: pyodide.ERRNO_CODES.EINVAL });
+    }
+    FS.mkdirTree(to);
+    for (const name of FS.readdir(from)) if (name !== "." && name !== "..") copyTree(FS, `${from}/${name}`, `${to}/${name}`);
+  } else if (FS.isLink(st.mode)) {
+    FS.symlink(FS.readlink(from), to);
+  } else {
+    FS.writeFile(to, FS.readFile(from));
+  }
+}
+
 function fsOp(header, body) {
   const FS = pyodide.FS;
   const path = String(header.path ?? "");
@@ -507,6 +530,22 @@ function fsOp(header, body) {
     case "mkdir":
       FS.mkdirTree(path);
       break;
+    case "stat": {
+      const st = FS.lstat(path);
+      const type = fileType(FS, st.mode);
+      reply.info = { type, size: type === "directory" ? 0 : st.size, mtime_ms: st.mtime.getTime(), mode: st.mode & 0o7777 };
+      break;
+    }
+    case "copy":
+    case "move": {
+      const to = String(header.to ?? "");
+      FS.lstat(path);  // ENOENT for a missing source, before anything is made
+      const dir = parentDir(to);
+      if (dir) FS.mkdirTree(dir);
+      if (header.op === "copy") copyTree(FS, path, to);
+      else FS.rename(path, to);
+      break;
+    }
     default:
       throw new Error(`unknown file operation ${String(header.op)}`);
   }

@@ -227,6 +227,21 @@ try {
     });
   });
 
+  await check('files.getInfo, rename, and a name that is not ASCII', async () => {
+    await sbx.files.write('/home/user/mv/ünï 名前.txt', 'utf-8 name');
+    const info = await sbx.files.getInfo('/home/user/mv/ünï 名前.txt');
+    assert.deepEqual([info.name, info.type, info.path, info.size, info.permissions],
+      ['ünï 名前.txt', 'file', '/home/user/mv/ünï 名前.txt', 10, '-rw-r--r--']);
+    assert.ok(info.modifiedTime instanceof Date && Math.abs(info.modifiedTime.getTime() - Date.now()) < 60000);
+    assert.equal(await sbx.files.read('/home/user/mv/ünï 名前.txt'), 'utf-8 name', 'a download of a UTF-8 name');
+    const moved = await sbx.files.rename('/home/user/mv/ünï 名前.txt', '/home/user/mv2/deep/b.txt');
+    assert.deepEqual([moved.name, moved.type, moved.path, moved.size], ['b.txt', 'file', '/home/user/mv2/deep/b.txt', 10]);
+    assert.equal(await sbx.files.exists('/home/user/mv/ünï 名前.txt'), false);
+    assert.equal(await sbx.files.read('/home/user/mv2/deep/b.txt'), 'utf-8 name');
+    await rejects(sbx.files.getInfo('/home/user/mv/none.txt'), (e) => assert.ok(e instanceof FileNotFoundError));
+    await rejects(sbx.files.rename('/home/user/mv/none.txt', '/home/user/x.txt'), (e) => assert.ok(e instanceof FileNotFoundError));
+  });
+
   await check('commands.run exit 3 → CommandExitError', async () => {
     await rejects(sbx.commands.run('echo hi; exit 3'), (e) => {
       assert.ok(e instanceof CommandExitError);

@@ -816,8 +816,16 @@ function checkFilesAuth(sb, req, url, op) {
   return null;
 }
 
+// As envd writes it (Go's mime.FormatMediaType): a token as is, other ASCII quoted, and a name with a byte outside
+// printable ASCII in RFC 5987/6266 form, filename*=utf-8''<percent-encoded UTF-8>, since a header value cannot
+// carry raw UTF-8 (Node refuses it, which answered 500 here before).
 function contentDisposition(name) {
-  return /^[A-Za-z0-9!#$&+.^_`|~-]+$/.test(name) ? `inline; filename=${name}` : `inline; filename="${name.replace(/["\\]/g, '\\$&')}"`;
+  if (/^[A-Za-z0-9!#$&+.^_`|~-]+$/.test(name)) return `inline; filename=${name}`;
+  if (/^[\x20-\x7e]*$/.test(name)) return `inline; filename="${name.replace(/["\\]/g, '\\$&')}"`;
+  const encoded = [...Buffer.from(name, 'utf8')]
+    .map((b) => (/[A-Za-z0-9!#$&+.^_`|~-]/.test(String.fromCharCode(b)) && b < 0x80 ? String.fromCharCode(b) : '%' + b.toString(16).toUpperCase().padStart(2, '0')))
+    .join('');
+  return `inline; filename*=utf-8''${encoded}`;
 }
 
 function handleFilesGet(sb, req, url) {
