@@ -86,8 +86,8 @@ struct ToolResult {
 /// the object, so calls from several threads are as safe as the sandbox is (the library's are).
 class CODE_INTERPRETER_EXPORT SandboxTool {
  public:
-  /// @throws std::invalid_argument for a name outside [a-zA-Z0-9_-]{1,64}, max_result_bytes < 1024 or a
-  ///         max_timeout that is not positive.
+  /// @throws std::invalid_argument for a name outside [a-zA-Z0-9_-]{1,64}, max_result_bytes < 1024, a
+  ///         max_timeout that is not positive or an execution_timeout greater than max_timeout.
   explicit SandboxTool(CodeInterpreterSandbox& sandbox, SandboxToolOptions options = {});
 
   [[nodiscard]] const std::string& name() const noexcept { return options_.name; }

@@ -49,13 +49,36 @@ void check_options(const SandboxToolOptions& options) {
   if (options.max_timeout && options.max_timeout->count() <= 0) {
     throw std::invalid_argument("SandboxToolOptions::max_timeout must be positive");
   }
+  if (options.max_timeout && options.execution_timeout && *options.execution_timeout > *options.max_timeout) {
+    throw std::invalid_argument("SandboxToolOptions::execution_timeout must not exceed max_timeout");
+  }
 }
 
-std::chrono::seconds default_limit(const SandboxToolOptions& options) {
-  if (options.execution_timeout && options.execution_timeout->count() > 0) {
-    return std::max(std::chrono::seconds(1), std::chrono::ceil<std::chrono::seconds>(*options.execution_timeout));
+// A duration as the model reads it: "1 second", "30 seconds", "0.001 seconds", "1.5 seconds".
+std::string seconds_text(std::chrono::milliseconds limit) {
+  const auto ms = limit.count();
+  if (ms % 1000 == 0) return fmt::format("{} second{}", ms / 1000, ms == 1000 ? "" : "s");
+  std::string fraction = fmt::format("{:03}", ms % 1000);
+  while (fraction.back() == '0') fraction.pop_back();
+  return fmt::format("{}.{} seconds", ms / 1000, fraction);
+}
+
+// What the model is told of a call's time limit: the options' budget (nullopt: the backend's default; <= 0: none)
+// and, when offered, the most `timeout` may ask for.
+std::string limit_text(const SandboxToolOptions& options) {
+  const bool unbounded = options.execution_timeout && options.execution_timeout->count() <= 0;
+  const std::string upto =
+      options.max_timeout ? seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(*options.max_timeout)) : "";
+  if (unbounded) {
+    return options.max_timeout ? fmt::format(" Calls have no time limit unless `timeout` sets one, up to {}.", upto)
+                               : std::string(" Calls have no time limit.");
   }
-  return kDefaultExecutionLimit;
+  const std::string limit =
+      seconds_text(options.execution_timeout ? *options.execution_timeout
+                                             : std::chrono::milliseconds(kDefaultExecutionLimit));
+  return options.max_timeout
+             ? fmt::format(" Each call may run for at most {} unless `timeout` sets another limit, up to {}.", limit, upto)
+             : fmt::format(" Each call may run for at most {}.", limit);
 }
 
 std::string description_of(const SandboxProfile& profile, const SandboxToolOptions& options) {
@@ -95,12 +118,7 @@ std::string description_of(const SandboxProfile& profile, const SandboxToolOptio
   out += caps.network ? " The code can reach the network."
                       : " The code cannot reach the network, so nothing can be downloaded or installed.";
   if (!profile.packages.empty()) out += " Installed packages besides the standard library: " + join(profile.packages, "") + ".";
-  if (options.max_timeout) {
-    out += fmt::format(" Each call may run for at most {} seconds unless `timeout` sets another limit, up to {} seconds.",
-                       default_limit(options).count(), options.max_timeout->count());
-  } else {
-    out += fmt::format(" Each call may run for at most {} seconds.", default_limit(options).count());
-  }
+  out += limit_text(options);
   if (!options.description_note.empty()) out += " " + options.description_note;
   return out;
 }

@@ -67,9 +67,9 @@ class Server {
     }
   }
   // The next message that is not a notification.
-  json answer() {
+  json answer(std::chrono::milliseconds wait = 10s) {
     for (;;) {
-      auto m = next();
+      auto m = next(wait);
       REQUIRE(m);
       if (m->contains("id")) return *m;
     }
@@ -397,16 +397,19 @@ TEST_CASE("end of input terminates the session's sandbox, a call in flight inclu
   CHECK(backend.terminated(0));
 }
 
+// A cold Pyodide start takes seconds, more on a loaded machine: its answers get a wide bound (CTest's TIMEOUT is wider).
+constexpr std::chrono::milliseconds kPyodideWait = 120s;
+
 TEST_CASE("against real Pyodide: state persists across calls and an exception is a tool error", "[mcp][pyodide]") {
   ci::McpServerOptions options;
   options.sandbox.pyodide.runtime_dir = CI_TEST_RUNTIME_DIR;
   Server server(options);
   server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "x = 6 * 7"}}}});
-  CHECK(server.answer()["result"]["isError"] == false);
+  CHECK(server.answer(kPyodideWait)["result"]["isError"] == false);
   server.request(2, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "print(x)"}}}});
-  CHECK(server.answer()["result"] == json::parse(R"j({"content":[{"type":"text","text":"42"}],"isError":false})j"));
+  CHECK(server.answer(kPyodideWait)["result"] == json::parse(R"j({"content":[{"type":"text","text":"42"}],"isError":false})j"));
   server.request(3, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "1/0"}}}});
-  const auto error = server.answer();
+  const auto error = server.answer(kPyodideWait);
   CHECK(error["result"]["isError"] == true);
   const std::string text = error["result"]["content"][0]["text"];
   CHECK(text.find("ZeroDivisionError: division by zero") != std::string::npos);
@@ -418,12 +421,12 @@ TEST_CASE("against real Pyodide: a timeout is reported and the sandbox answers a
   Server server(options);
   server.request(1, "tools/call",
                  {{"name", "execute_code"}, {"arguments", {{"code", "import time\nwhile True: time.sleep(0.01)"}, {"timeout", 1}}}});
-  const auto timeout = server.answer();
+  const auto timeout = server.answer(kPyodideWait);
   CHECK(timeout["result"]["isError"] == true);
   const std::string text = timeout["result"]["content"][0]["text"];
   CHECK(text.find("[TIMEOUT (execution): the code did not finish in time.") != std::string::npos);
   server.request(2, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "print('alive')"}}}});
-  CHECK(server.answer()["result"]["content"][0]["text"] == "alive");
+  CHECK(server.answer(kPyodideWait)["result"]["content"][0]["text"] == "alive");
 }
 
 TEST_CASE("at most 16 calls wait behind the running one, the next is refused as busy", "[mcp][concurrency]") {
