@@ -47,11 +47,16 @@ int level_index(std::string_view level) {
   return -1;
 }
 
+// Added to the first answer after a cancelled call that lost the sandbox's state.
+constexpr std::string_view kEarlierStateLost =
+    "[The sandbox's state was lost when an earlier call was cancelled: variables, imports and files are gone.]";
+
 struct Job {
   json id;
   json params;
   std::stop_source stop;
   bool cancelled = false;
+  bool state_lost = false;  // set by the worker: the call's result says the sandbox's state was lost
 };
 
 class Session {
@@ -250,7 +255,17 @@ class Session {
         answer = !job->cancelled;
         running_.reset();
       }
-      // A cancelled request gets no answer ("Utilities: Cancellation").
+      // A cancelled request gets no answer ("Utilities: Cancellation"), so a state lost in it (code that did not
+      // yield to the interrupt, its runtime restarted) is told with the next answer, which the model reads.
+      if (!answer && job->state_lost) {
+        earlier_state_lost_ = true;
+        log("warning", "the cancelled call did not stop when interrupted: the sandbox's state was lost");
+      }
+      if (answer && earlier_state_lost_ && !job->state_lost && result.contains("content")) {
+        auto& text = result["content"][0]["text"];
+        text = text.get<std::string>() + "\n" + std::string(kEarlierStateLost);
+      }
+      if (answer) earlier_state_lost_ = false;
       if (answer) send_result(job->id, result);
     }
   }
@@ -271,6 +286,7 @@ class Session {
                                        created_),
                            true);
       terminate_sandbox();
+      earlier_state_lost_ = false;  // the fresh sandbox is the news
       log("info", "the sandbox was reset");
       return text_result("[the sandbox was ended: the next call starts a fresh one]", false);
     }
@@ -284,6 +300,7 @@ class Session {
     call.cancel = job.stop.get_token();
     const auto called = tool.call(arguments.dump(-1, ' ', false, json::error_handler_t::replace), call);
     if (called.execution) {
+      job.state_lost = called.execution->state_lost;
       log(called.is_error ? "warning" : "debug",
           fmt::format("{} ended {}", definition_.name, to_string(called.execution->status)));
     }
@@ -388,6 +405,7 @@ class Session {
   bool closing_ = false;
   std::unique_ptr<CodeInterpreterSandbox> sandbox_;  // the worker's, and shut_down's once it has joined
   int created_ = 0;
+  bool earlier_state_lost_ = false;  // the worker's: a cancelled call lost the state, not yet told
   std::jthread worker_;  // last: joined before the rest is destroyed
 };
 

@@ -311,6 +311,47 @@ TEST_CASE("a cancelled call is stopped and gets no answer, and the next call run
   CHECK(was_cancelled);
 }
 
+TEST_CASE("a cancelled call that lost the state has it told in the next answer and in a log message", "[mcp][concurrency]") {
+  FakeBackend backend;
+  backend.setup = [&](FakeSandbox& s) {
+    s.push_handler([&](std::string_view, const ci::ExecuteOptions& o) {
+      while (!o.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
+      ci::ExecutionResult r;  // the code swallowed the interrupt: the runtime was restarted
+      r.failure = ci::FailureDetail{"cancelled", false};
+      r.state_lost = true;
+      return r;
+    });
+    s.push_result(success("after\n"));
+    s.push_result(success("again\n"));
+  };
+  Server server(backend.options());
+  server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "while True: pass"}}}});
+  std::this_thread::sleep_for(200ms);
+  server.send({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 1}}}});
+  server.request(2, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "print('after')"}}}});
+  bool logged = false;
+  json a;
+  for (;;) {
+    auto m = server.next();
+    REQUIRE(m);
+    if (m->contains("id")) {
+      a = *m;
+      break;
+    }
+    if ((*m)["params"]["data"] == "the cancelled call did not stop when interrupted: the sandbox's state was lost") {
+      CHECK((*m)["params"]["level"] == "warning");
+      logged = true;
+    }
+  }
+  CHECK(logged);
+  CHECK(a["id"] == 2);
+  CHECK(a["result"]["content"][0]["text"] ==
+        "after\n[The sandbox's state was lost when an earlier call was cancelled: variables, imports and files are "
+        "gone.]");
+  server.request(3, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "print('again')"}}}});
+  CHECK(server.answer()["result"]["content"][0]["text"] == "again");
+}
+
 TEST_CASE("reset_sandbox gives a fresh sandbox, at most max_sandboxes per session", "[mcp]") {
   FakeBackend backend;
   backend.setup = [](FakeSandbox& s) { s.push_result(success("x\n")); };
