@@ -44,8 +44,10 @@ struct McpServerOptions {
   /// Sandboxes one session may create, the first included; above 1 the reset_sandbox tool is offered.
   int max_sandboxes = 3;
   /// Largest message read from the client, in bytes (its line without the newline); a longer one is answered with
-  /// -32600 and skipped.
+  /// -32600 and skipped. The arguments of the tools/call requests waiting behind the running one total at most 4 times
+  /// this (as compact JSON text); a call past that is answered -32000 (server busy), as is a 17th waiting call.
   std::size_t max_message_bytes = std::size_t{4} << 20;
+  /// The version the server gives as serverInfo.version in its initialize result (the CLI passes its own version).
   std::string server_version = "0";
 };
 

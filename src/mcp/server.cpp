@@ -36,6 +36,8 @@ constexpr int kServerBusy = -32000;  // JSON-RPC's range for a server's own erro
 
 // Calls queued behind the running one; more are refused, so a client cannot make the server hold unbounded input.
 constexpr std::size_t kMaxPendingCalls = 16;
+// The waiting calls' arguments total at most this many longest messages (McpServerOptions::max_message_bytes).
+constexpr std::size_t kMaxQueuedMessages = 4;
 
 constexpr const char* kResetTool = "reset_sandbox";
 
@@ -51,9 +53,12 @@ int level_index(std::string_view level) {
 constexpr std::string_view kEarlierStateLost =
     "[The sandbox's state was lost when an earlier call was cancelled: variables, imports and files are gone.]";
 
+// What a waiting tools/call keeps: not its parsed params (a DOM costs many times its text), only what runs it.
 struct Job {
   json id;
-  json params;
+  std::string name;
+  std::string arguments;               // the arguments object as JSON text
+  std::optional<json> progress_token;  // _meta.progressToken, a string or an integer
   std::stop_source stop;
   bool cancelled = false;
   bool state_lost = false;  // set by the worker: the call's result says the sandbox's state was lost
@@ -217,12 +222,27 @@ class Session {
         return send_error(id, kInvalidParams, "Invalid params: arguments must be an object");
       auto job = std::make_shared<Job>();
       job->id = id;
-      job->params = params;
+      job->name = name;
+      job->arguments = params.contains("arguments")
+                           ? params["arguments"].dump(-1, ' ', false, json::error_handler_t::replace)
+                           : std::string("{}");
+      if (params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")) {
+        const auto& t = params["_meta"]["progressToken"];
+        if (t.is_string() || t.is_number_integer()) job->progress_token = t;
+      }
+      // The waiting calls' arguments are bounded in total, as well as in number.
+      const std::size_t max_queued = kMaxQueuedMessages * options_.max_message_bytes;
       {
         std::lock_guard lock(mu_);
         if (queue_.size() >= kMaxPendingCalls) {
           return send_error(id, kServerBusy, fmt::format("Server busy: at most {} tool calls may wait", kMaxPendingCalls));
         }
+        if (queued_bytes_ + job->arguments.size() > max_queued) {
+          return send_error(id, kServerBusy,
+                            fmt::format("Server busy: the waiting tool calls' arguments may total at most {} bytes",
+                                        max_queued));
+        }
+        queued_bytes_ += job->arguments.size();
         queue_.push_back(std::move(job));
       }
       cv_.notify_all();
@@ -240,6 +260,7 @@ class Session {
         if (closing_ || stop.stop_requested()) return;
         job = queue_.front();
         queue_.pop_front();
+        queued_bytes_ -= job->arguments.size();
         if (job->cancelled) continue;
         running_ = job;
       }
@@ -275,10 +296,9 @@ class Session {
   }
 
   json run(Job& job) {
-    const auto& name = job.params["name"].get_ref<const std::string&>();
-    const json arguments = job.params.contains("arguments") ? job.params["arguments"] : json::object();
+    const auto& name = job.name;
     if (name == kResetTool) {
-      if (!arguments.empty()) return text_result("[error: reset_sandbox takes no arguments. Nothing was done.]", true);
+      if (job.arguments != "{}") return text_result("[error: reset_sandbox takes no arguments. Nothing was done.]", true);
       if (!sandbox_) return text_result("[no sandbox is running: the next call starts a fresh one]", false);
       if (created_ >= options_.max_sandboxes)
         return text_result(fmt::format("[error: this session has had {} sandboxes, the most it may have; the current "
@@ -298,7 +318,7 @@ class Session {
     const SandboxTool tool(*sandbox_, tool_options_);
     ToolCallOptions call;
     call.cancel = job.stop.get_token();
-    const auto called = tool.call(arguments.dump(-1, ' ', false, json::error_handler_t::replace), call);
+    const auto called = tool.call(job.arguments, call);
     if (called.execution) {
       job.state_lost = called.execution->state_lost;
       log(called.is_error ? "warning" : "debug",
@@ -314,12 +334,7 @@ class Session {
   std::optional<json> start_sandbox(Job& job) {
     SandboxConfig config = options_.sandbox;
     config.cancel = job.stop.get_token();
-    std::optional<json> token;
-    if (job.params.contains("_meta") && job.params["_meta"].is_object() &&
-        job.params["_meta"].contains("progressToken")) {
-      const auto& t = job.params["_meta"]["progressToken"];
-      if (t.is_string() || t.is_number_integer()) token = t;
-    }
+    const std::optional<json>& token = job.progress_token;
     log("info", "starting the " + config.backend + " sandbox");
     std::jthread ticker;
     if (token) {
@@ -402,6 +417,7 @@ class Session {
   std::condition_variable_any cv_;
   std::deque<std::shared_ptr<Job>> queue_;
   std::shared_ptr<Job> running_;
+  std::size_t queued_bytes_ = 0;  // the waiting jobs' arguments text
   bool closing_ = false;
   std::unique_ptr<CodeInterpreterSandbox> sandbox_;  // the worker's, and shut_down's once it has joined
   int created_ = 0;

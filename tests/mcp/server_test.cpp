@@ -470,6 +470,28 @@ TEST_CASE("against real Pyodide: a timeout is reported and the sandbox answers a
   CHECK(server.answer(kPyodideWait)["result"]["content"][0]["text"] == "alive");
 }
 
+TEST_CASE("the waiting calls' arguments total at most 4 longest messages, the next is refused as busy", "[mcp][concurrency]") {
+  FakeBackend backend;
+  backend.setup = [](FakeSandbox& s) {
+    s.push_handler([](std::string_view, const ci::ExecuteOptions& o) {
+      while (!o.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
+      return ci::ExecutionResult{};
+    });
+  };
+  auto options = backend.options();
+  options.max_message_bytes = 2048;
+  Server server(options);
+  server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "1"}}}});
+  std::this_thread::sleep_for(300ms);
+  // {"code":"x...x"}: 1911 bytes each; four wait (7644 bytes), a fifth would make 9555 > 4 * 2048.
+  const json big = {{"name", "execute_code"}, {"arguments", {{"code", std::string(1900, 'x')}}}};
+  for (int id = 2; id <= 6; ++id) server.request(id, "tools/call", big);
+  const auto busy = server.answer();
+  CHECK(busy["id"] == 6);
+  CHECK(busy["error"]["code"] == -32000);
+  CHECK(busy["error"]["message"] == "Server busy: the waiting tool calls' arguments may total at most 8192 bytes");
+}
+
 TEST_CASE("at most 16 calls wait behind the running one, the next is refused as busy", "[mcp][concurrency]") {
   FakeBackend backend;
   backend.setup = [](FakeSandbox& s) {
