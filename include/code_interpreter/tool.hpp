@@ -111,6 +111,12 @@ class CODE_INTERPRETER_EXPORT SandboxTool {
   /// throws is answered with is_error and `error` set.
   [[nodiscard]] ToolResult call(std::string_view arguments, const ToolCallOptions& call_options = {}) const;
 
+  /// The checks of `call` that need no sandbox (shape, unknown or oversize arguments, timeout range, file names that
+  /// are not plain or are given twice): the refusal `call` would answer, or nullopt when the arguments pass them, so a
+  /// host can refuse before it pays for a sandbox. Never throws.
+  [[nodiscard]] static std::optional<ToolResult> check_arguments(std::string_view arguments,
+                                                                  const SandboxToolOptions& options);
+
  private:
   CodeInterpreterSandbox& sandbox_;
   SandboxToolOptions options_;

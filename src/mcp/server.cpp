@@ -310,6 +310,10 @@ class Session {
       log("info", "the sandbox was reset");
       return text_result("[the sandbox was ended: the next call starts a fresh one]", false);
     }
+    // Arguments the tool refuses are refused before a sandbox is created (and, on a cloud backend, paid for).
+    if (auto refusal = SandboxTool::check_arguments(job.arguments, tool_options_)) {
+      return text_result(refusal->text, true);
+    }
     if (!sandbox_) {
       if (created_ >= options_.max_sandboxes)
         return text_result("[error: this session may create no more sandboxes. Nothing was run.]", true);

@@ -172,18 +172,34 @@ std::string SandboxTool::description() const { return description_of(profile_of(
 std::string SandboxTool::parameters() const { return parameters_of(profile_of(sandbox_), options_); }
 ToolDefinition SandboxTool::definition() const { return describe(profile_of(sandbox_), options_); }
 
-ToolResult SandboxTool::call(std::string_view arguments, const ToolCallOptions& call_options) const {
-  if (arguments.size() > options_.max_arguments_bytes) {
+namespace {
+
+// The model's arguments as far as they can be checked without the sandbox: the refusal, or what the call runs.
+struct CheckedArguments {
+  std::optional<ToolResult> refusal;
+  nlohmann::json parsed;
+  Timeout timeout;  // the `timeout` argument, else options.execution_timeout
+  std::vector<std::string> names;  // `files`
+};
+
+CheckedArguments check(std::string_view arguments, const SandboxToolOptions& options) {
+  CheckedArguments out;
+  const auto refused = [&](std::string text) {
+    out.refusal = code_interpreter::refused(std::move(text));
+    return out;
+  };
+  if (arguments.size() > options.max_arguments_bytes) {
     return refused(fmt::format("[error: the arguments are {} bytes, more than the {} this tool takes.{}",
-                               arguments.size(), options_.max_arguments_bytes, kNothingRun));
+                               arguments.size(), options.max_arguments_bytes, kNothingRun));
   }
-  const auto parsed = detail::parse_untrusted_json(arguments, kMaxArgumentNesting, kMaxArgumentValues);
+  out.parsed = detail::parse_untrusted_json(arguments, kMaxArgumentNesting, kMaxArgumentValues);
+  const auto& parsed = out.parsed;
   if (!parsed.is_object() || !parsed.contains("code") || !parsed["code"].is_string()) {
     return refused(std::string(kBadShape));
   }
   std::vector<std::string> known = {"code"};
-  if (options_.max_timeout) known.push_back("timeout");
-  if (options_.file_arguments) known.push_back("files");
+  if (options.max_timeout) known.push_back("timeout");
+  if (options.file_arguments) known.push_back("files");
   for (const auto& [key, value] : parsed.items()) {
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       return refused(fmt::format("[error: unknown argument '{}'; the arguments are {}.{}", interpreter::quoted_name(key),
@@ -191,43 +207,31 @@ ToolResult SandboxTool::call(std::string_view arguments, const ToolCallOptions& 
     }
   }
   const auto& code = parsed["code"].get_ref<const std::string&>();
-  if (code.size() > options_.max_code_bytes) {
+  if (code.size() > options.max_code_bytes) {
     return refused(fmt::format("[error: the code is {} bytes, more than the {} this tool takes.{}", code.size(),
-                               options_.max_code_bytes, kNothingRun));
+                               options.max_code_bytes, kNothingRun));
   }
 
-  ExecuteOptions execute;
-  execute.cancel = call_options.cancel;
-  execute.timeout = options_.execution_timeout;
+  out.timeout = options.execution_timeout;
   if (parsed.contains("timeout")) {
     const auto& t = parsed["timeout"];
-    const double max = static_cast<double>(options_.max_timeout->count());
+    const double max = static_cast<double>(options.max_timeout->count());
     const double seconds = t.is_number() ? t.get<double>() : std::nan("");
     if (!(seconds > 0 && seconds <= max)) {
       return refused(fmt::format("[error: timeout must be a number of seconds greater than 0 and at most {}.{}",
-                                 options_.max_timeout->count(), kNothingRun));
+                                 options.max_timeout->count(), kNothingRun));
     }
-    execute.timeout = std::max(std::chrono::milliseconds(1),
-                               std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000))));
+    out.timeout = std::max(std::chrono::milliseconds(1),
+                           std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000))));
   }
-  if (call_options.max_budget) {
-    const auto left = std::max(*call_options.max_budget, std::chrono::milliseconds(1));
-    const bool unbounded = execute.timeout && execute.timeout->count() <= 0;
-    const auto budget = execute.timeout && !unbounded ? *execute.timeout
-                        : unbounded                   ? left
-                                                      : std::chrono::milliseconds(kDefaultExecutionLimit);
-    execute.timeout = std::min(budget, left);
-  }
-
-  std::vector<std::string> names;
   if (parsed.contains("files")) {
     const auto& files = parsed["files"];
     if (!files.is_array() || !std::all_of(files.begin(), files.end(), [](const auto& f) { return f.is_string(); })) {
       return refused(fmt::format("[error: files must be an array of file names.{}", kNothingRun));
     }
-    if (files.size() > options_.max_files) {
+    if (files.size() > options.max_files) {
       return refused(fmt::format("[error: files names {} files, more than the {} this tool takes.{}", files.size(),
-                                 options_.max_files, kNothingRun));
+                                 options.max_files, kNothingRun));
     }
     std::set<std::string> seen;
     for (const auto& f : files) {
@@ -241,8 +245,34 @@ ToolResult SandboxTool::call(std::string_view arguments, const ToolCallOptions& 
       if (!seen.insert(name).second) {
         return refused(fmt::format("[error: '{}' is named twice in files.{}", interpreter::quoted_name(name), kNothingRun));
       }
-      names.push_back(name);
+      out.names.push_back(name);
     }
+  }
+
+  return out;
+}
+
+}  // namespace
+
+std::optional<ToolResult> SandboxTool::check_arguments(std::string_view arguments, const SandboxToolOptions& options) {
+  return check(arguments, options).refusal;
+}
+
+ToolResult SandboxTool::call(std::string_view arguments, const ToolCallOptions& call_options) const {
+  auto checked = check(arguments, options_);
+  if (checked.refusal) return std::move(*checked.refusal);
+  const auto& code = checked.parsed["code"].get_ref<const std::string&>();
+  const auto& names = checked.names;
+  ExecuteOptions execute;
+  execute.cancel = call_options.cancel;
+  execute.timeout = checked.timeout;
+  if (call_options.max_budget) {
+    const auto left = std::max(*call_options.max_budget, std::chrono::milliseconds(1));
+    const bool unbounded = execute.timeout && execute.timeout->count() <= 0;
+    const auto budget = execute.timeout && !unbounded ? *execute.timeout
+                        : unbounded                   ? left
+                                                      : std::chrono::milliseconds(kDefaultExecutionLimit);
+    execute.timeout = std::min(budget, left);
   }
 
   ToolResult result;

@@ -352,6 +352,24 @@ TEST_CASE("a cancelled call that lost the state has it told in the next answer a
   CHECK(server.answer()["result"]["content"][0]["text"] == "again");
 }
 
+TEST_CASE("arguments the tool refuses are refused before a sandbox is created", "[mcp]") {
+  FakeBackend backend;
+  backend.setup = [](FakeSandbox& s) { s.push_result(success("ok\n")); };
+  Server server(backend.options());
+  server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", 5}}}});
+  const auto a = server.answer();
+  CHECK(a["result"]["isError"] == true);
+  CHECK(a["result"]["content"][0]["text"] ==
+        "[error: the arguments must be a JSON object with a string \"code\". Nothing was run.]");
+  server.request(2, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "1"}, {"timeout", 0}}}});
+  CHECK(server.answer()["result"]["content"][0]["text"] ==
+        "[error: timeout must be a number of seconds greater than 0 and at most 300. Nothing was run.]");
+  CHECK(backend.created == 0);
+  server.request(3, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "print('ok')"}}}});
+  CHECK(server.answer()["result"]["content"][0]["text"] == "ok");
+  CHECK(backend.created == 1);
+}
+
 TEST_CASE("reset_sandbox gives a fresh sandbox, at most max_sandboxes per session", "[mcp]") {
   FakeBackend backend;
   backend.setup = [](FakeSandbox& s) { s.push_result(success("x\n")); };
