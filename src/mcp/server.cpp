@@ -98,27 +98,27 @@ class Session {
     if (message.is_discarded()) return send_error(nullptr, kParseError, "Parse error: the message is not JSON");
     if (message.is_array()) return send_error(nullptr, kInvalidRequest, "Invalid Request: batches are not supported");
     if (!message.is_object()) return send_error(nullptr, kInvalidRequest, "Invalid Request: not a JSON-RPC object");
+    // A response (a result or an error and no method) is never answered, whatever its id: the server sends no
+    // request to match it with, and an error answered with an error would ping-pong.
+    if (!message.contains("method") && (message.contains("result") || message.contains("error"))) return;
     const bool has_id = message.contains("id");
     json id = nullptr;
     if (has_id) {
       const auto& raw = message["id"];
       if (raw.is_string() || raw.is_number_integer()) id = raw;
       else return send_error(nullptr, kInvalidRequest, "Invalid Request: id must be a string or an integer");
+      // A lone surrogate's escape is kept as text by the parser (parse_untrusted_json), so the id could not be
+      // echoed as the client wrote it: such an id is refused.
+      if (raw.is_string() && raw.get_ref<const std::string&>().find("\\u") != std::string::npos &&
+          detail::escape_lone_surrogates(line))
+        return send_error(nullptr, kInvalidRequest, "Invalid Request: id must not hold a lone surrogate");
     }
-    if (!message.contains("jsonrpc") || message["jsonrpc"] != "2.0") {
-      if (has_id) send_error(id, kInvalidRequest, "Invalid Request: jsonrpc must be \"2.0\"");
-      return;
-    }
-    if (!message.contains("method")) {
-      // A response to a request of ours; the server sends none, so there is nothing to match.
-      if (!has_id || !(message.contains("result") || message.contains("error")))
-        send_error(id, kInvalidRequest, "Invalid Request: no method");
-      return;
-    }
-    if (!message["method"].is_string()) {
-      if (has_id) send_error(id, kInvalidRequest, "Invalid Request: method must be a string");
-      return;
-    }
+    // An invalid request is answered even without an id, with id null (JSON-RPC 2.0, "Response object").
+    if (!message.contains("jsonrpc") || message["jsonrpc"] != "2.0")
+      return send_error(id, kInvalidRequest, "Invalid Request: jsonrpc must be \"2.0\"");
+    if (!message.contains("method")) return send_error(id, kInvalidRequest, "Invalid Request: no method");
+    if (!message["method"].is_string())
+      return send_error(id, kInvalidRequest, "Invalid Request: method must be a string");
     const std::string& method = message["method"].get_ref<const std::string&>();
     json params = message.contains("params") ? message["params"] : json::object();
     if (!params.is_object()) {

@@ -213,6 +213,37 @@ TEST_CASE("invalid requests are answered -32600", "[mcp]") {
   CHECK(server.answer()["error"]["code"] == -32600);
 }
 
+TEST_CASE("an invalid request without an id is answered -32600 with id null, a response is never answered", "[mcp]") {
+  FakeBackend backend;
+  Server server(backend.options());
+  const auto refused = [&](const std::string& line, const std::string& message) {
+    server.send_raw(line + "\n");
+    const auto a = server.answer();
+    CHECK(a == json({{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", {{"code", -32600}, {"message", message}}}}));
+  };
+  refused(R"j({"jsonrpc":"2.0","method":5})j", "Invalid Request: method must be a string");
+  refused(R"j({})j", "Invalid Request: jsonrpc must be \"2.0\"");
+  refused(R"j({"jsonrpc":"1.0","method":"ping"})j", "Invalid Request: jsonrpc must be \"2.0\"");
+  refused(R"j({"jsonrpc":"2.0"})j", "Invalid Request: no method");
+  // Responses, with any id: nothing comes back, and the ping after them is the next answer.
+  server.send_raw(R"j({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}})j" "\n");
+  server.send_raw(R"j({"jsonrpc":"2.0","id":3,"result":{}})j" "\n");
+  server.send_raw(R"j({"jsonrpc":"2.0","id":{"x":1},"error":{"code":1,"message":"y"}})j" "\n");
+  server.request(4, "ping");
+  CHECK(server.answer() == json::parse(R"j({"jsonrpc":"2.0","id":4,"result":{}})j"));
+}
+
+TEST_CASE("a string id with a lone surrogate escape, which cannot be echoed as sent, is refused with id null", "[mcp]") {
+  FakeBackend backend;
+  Server server(backend.options());
+  server.send_raw(R"j({"jsonrpc":"2.0","id":"\ud800","method":"ping"})j" "\n");
+  CHECK(server.answer() == json::parse(R"j({"jsonrpc":"2.0","id":null,"error":{"code":-32600,
+                                        "message":"Invalid Request: id must not hold a lone surrogate"}})j"));
+  // An escaped backslash followed by u is an ordinary id, echoed as sent.
+  server.send_raw(R"j({"jsonrpc":"2.0","id":"\\ud800","method":"ping"})j" "\n");
+  CHECK(server.answer() == json::parse(R"j({"jsonrpc":"2.0","id":"\\ud800","result":{}})j"));
+}
+
 TEST_CASE("an unknown method is -32601 and a ping is answered empty", "[mcp]") {
   FakeBackend backend;
   Server server(backend.options());
