@@ -360,7 +360,9 @@ class Session {
       ++created_;
     } catch (const CodeInterpreterError& e) {
       ticker = {};
-      log("error", fmt::format("the sandbox could not start ({}): {}", to_string(e.stage()), e.what()));
+      // A start the client cancelled is news, not a failure.
+      if (job.stop.stop_requested()) log("info", "the sandbox start was cancelled");
+      else log("error", fmt::format("the sandbox could not start ({}): {}", to_string(e.stage()), e.what()));
       return text_result(fmt::format("[error: the sandbox could not start ({}): {}. Nothing was run.]",
                                      to_string(e.stage()), e.what()),
                          true);

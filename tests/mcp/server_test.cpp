@@ -401,6 +401,38 @@ TEST_CASE("arguments the tool refuses are refused before a sandbox is created", 
   CHECK(backend.created == 1);
 }
 
+TEST_CASE("a sandbox start the client cancels is logged at info, not as an error", "[mcp][concurrency]") {
+  FakeBackend backend;
+  auto options = backend.options();
+  options.create = [](const ci::SandboxConfig& config) -> std::unique_ptr<ci::CodeInterpreterSandbox> {
+    while (!config.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
+    throw ci::SandboxStartError("creating the sandbox was cancelled", ci::Stage::kCreate, ci::ErrorKind::kUnknown);
+  };
+  Server server(options);
+  server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "1"}}}});
+  std::this_thread::sleep_for(200ms);
+  server.send({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 1}}}});
+  server.request(2, "ping");
+  std::vector<json> logs;
+  for (;;) {
+    auto m = server.next();
+    REQUIRE(m);
+    if (m->contains("id")) {
+      if ((*m)["id"] == 2) break;
+      continue;
+    }
+    logs.push_back((*m)["params"]);
+  }
+  // The ping may be answered before the worker has noticed the cancellation: wait for its log message.
+  while (logs.empty() || logs.back()["data"] != "the sandbox start was cancelled") {
+    auto m = server.next();
+    REQUIRE(m);
+    logs.push_back((*m)["params"]);
+  }
+  CHECK(logs.back()["level"] == "info");
+  for (const auto& l : logs) CHECK(l["level"] != "error");
+}
+
 TEST_CASE("reset_sandbox gives a fresh sandbox, at most max_sandboxes per session", "[mcp]") {
   FakeBackend backend;
   backend.setup = [](FakeSandbox& s) { s.push_result(success("x\n")); };
