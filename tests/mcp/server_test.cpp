@@ -132,6 +132,14 @@ struct FakeBackend {
 
 using ci::test_support::success;
 
+// A sandbox whose first call runs until it is cancelled.
+void runs_until_cancelled(FakeSandbox& s) {
+  s.push_handler([](std::string_view, const ci::ExecuteOptions& o) {
+    while (!o.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
+    return ci::ExecutionResult{};
+  });
+}
+
 json init_params(const std::string& version) {
   return {{"protocolVersion", version}, {"capabilities", json::object()},
           {"clientInfo", {{"name", "test"}, {"version", "1"}}}};
@@ -503,12 +511,7 @@ TEST_CASE("logging/setLevel decides which log messages reach the client", "[mcp]
 
 TEST_CASE("end of input terminates the session's sandbox, a call in flight included", "[mcp][concurrency]") {
   FakeBackend backend;
-  backend.setup = [](FakeSandbox& s) {
-    s.push_handler([](std::string_view, const ci::ExecuteOptions& o) {
-      while (!o.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
-      return ci::ExecutionResult{};
-    });
-  };
+  backend.setup = runs_until_cancelled;
   {
     Server server(backend.options());
     server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "while True: pass"}}}});
@@ -553,12 +556,7 @@ TEST_CASE("against real Pyodide: a timeout is reported and the sandbox answers a
 
 TEST_CASE("the waiting calls' arguments total at most 4 longest messages, the next is refused as busy", "[mcp][concurrency]") {
   FakeBackend backend;
-  backend.setup = [](FakeSandbox& s) {
-    s.push_handler([](std::string_view, const ci::ExecuteOptions& o) {
-      while (!o.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
-      return ci::ExecutionResult{};
-    });
-  };
+  backend.setup = runs_until_cancelled;
   auto options = backend.options();
   options.max_message_bytes = 2048;
   Server server(options);
@@ -575,12 +573,7 @@ TEST_CASE("the waiting calls' arguments total at most 4 longest messages, the ne
 
 TEST_CASE("at most 16 calls wait behind the running one, the next is refused as busy", "[mcp][concurrency]") {
   FakeBackend backend;
-  backend.setup = [](FakeSandbox& s) {
-    s.push_handler([](std::string_view, const ci::ExecuteOptions& o) {
-      while (!o.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
-      return ci::ExecutionResult{};
-    });
-  };
+  backend.setup = runs_until_cancelled;
   Server server(backend.options());
   const json call = {{"name", "execute_code"}, {"arguments", {{"code", "1"}}}};
   server.request(1, "tools/call", call);
