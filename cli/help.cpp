@@ -130,7 +130,8 @@ messages go to stdout; the log goes to stderr.
   --config, --backend, --template, --interpreter  as for run
   --timeout SECONDS        a call's budget when the model gives none: 0 (no limit) or 0.001 to 1000000
                            (default 30)
-  --max-timeout SECONDS    the most the model may ask for with `timeout`: 1 to 86400 (default 300)
+  --max-timeout SECONDS    the most the model may ask for with `timeout`: 1 to 86400 (default 300), not
+                           less than --timeout
   --max-sandboxes N        sandboxes one session may create, the first included: 1 to 1000 (default 3;
                            1 offers no reset_sandbox)
   --max-message-bytes N    the longest message read from the client: 1024 to 1073741824 (default 4194304)

@@ -51,6 +51,10 @@ int mcp_command(std::span<const std::string> args) {
       options.max_message_bytes = parse_count(kName, arg, value, 1024, std::size_t{1} << 30);
     }
   }
+  const auto& tool = options.tool;
+  if (tool.max_timeout && tool.execution_timeout && *tool.execution_timeout > *tool.max_timeout) {
+    throw UsageError(kName, "--timeout must not be more than --max-timeout");
+  }
   options.sandbox = build_config(kName, flags);
   try {
     (void)ci::declared_capabilities(options.sandbox);

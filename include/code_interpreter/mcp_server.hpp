@@ -44,8 +44,10 @@ struct McpServerOptions {
   /// Sandboxes one session may create, the first included; above 1 the reset_sandbox tool is offered.
   int max_sandboxes = 3;
   /// Largest message read from the client, in bytes (its line without the newline); a longer one is answered with
-  /// -32600 and skipped.
+  /// -32600 and skipped. The arguments of the tools/call requests waiting behind the running one total at most 4 times
+  /// this (as compact JSON text); a call past that is answered -32000 (server busy), as is a 17th waiting call.
   std::size_t max_message_bytes = std::size_t{4} << 20;
+  /// The version the server gives as serverInfo.version in its initialize result (the CLI passes its own version).
   std::string server_version = "0";
 };
 
@@ -58,10 +60,14 @@ struct McpServerOptions {
 /// Client input is hostile: an oversize line or a batch is answered with -32600, text that is not JSON with -32700, an
 /// invalid request with -32600, an unknown method with -32601, bad params with -32602; a notification is never
 /// answered. Tool calls run one at a time on a worker thread, so cancellations and pings are read while one runs.
-/// Logs go to the library's logger (stderr) and, at the level the client set (default info), as
-/// notifications/message; neither carries a secret.
+/// Logs go to the library's logger (stderr; warning and above at its default level) and, at the level the client set
+/// (default info), as notifications/message; neither carries a secret.
+/// The caller should ignore SIGPIPE (std::signal(SIGPIPE, SIG_IGN)) when `out_fd` is a pipe or socket: a write to a
+/// client that has gone otherwise kills the process; with it ignored the write fails and end of input follows.
 /// @return 0 after end of file.
 /// @throws std::invalid_argument for options the tool refuses (SandboxToolOptions) or max_sandboxes < 1.
+/// @throws SandboxStartError for a sandbox configuration the factory refuses (declared_capabilities), unless
+///         `profile` is set.
 CODE_INTERPRETER_EXPORT int serve_mcp(int in_fd, int out_fd, const McpServerOptions& options = {});
 
 }  // namespace code_interpreter

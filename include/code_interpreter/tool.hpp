@@ -86,8 +86,8 @@ struct ToolResult {
 /// the object, so calls from several threads are as safe as the sandbox is (the library's are).
 class CODE_INTERPRETER_EXPORT SandboxTool {
  public:
-  /// @throws std::invalid_argument for a name outside [a-zA-Z0-9_-]{1,64}, max_result_bytes < 1024 or a
-  ///         max_timeout that is not positive.
+  /// @throws std::invalid_argument for a name outside [a-zA-Z0-9_-]{1,64}, max_result_bytes < 1024, a
+  ///         max_timeout that is not positive or an execution_timeout greater than max_timeout.
   explicit SandboxTool(CodeInterpreterSandbox& sandbox, SandboxToolOptions options = {});
 
   [[nodiscard]] const std::string& name() const noexcept { return options_.name; }
@@ -110,6 +110,12 @@ class CODE_INTERPRETER_EXPORT SandboxTool {
   /// given twice or is not in the upload directory are answered with is_error and nothing runs; a sandbox that
   /// throws is answered with is_error and `error` set.
   [[nodiscard]] ToolResult call(std::string_view arguments, const ToolCallOptions& call_options = {}) const;
+
+  /// The checks of `call` that need no sandbox (shape, unknown or oversize arguments, timeout range, file names that
+  /// are not plain or are given twice): the refusal `call` would answer, or nullopt when the arguments pass them, so a
+  /// host can refuse before it pays for a sandbox. Never throws.
+  [[nodiscard]] static std::optional<ToolResult> check_arguments(std::string_view arguments,
+                                                                  const SandboxToolOptions& options);
 
  private:
   CodeInterpreterSandbox& sandbox_;

@@ -1,6 +1,7 @@
 #include "bedrock/sigv4.hpp"
 
 #include <cctype>
+#include <string_view>
 
 #include <curl/curl.h>
 
@@ -31,18 +32,43 @@ void SigV4::sign(http::Request& request) const {
   };
 }
 
-void redact_signatures(std::string& text) {
-  static constexpr std::string_view kKey = "signature=";
-  for (std::size_t at = 0; at + kKey.size() <= text.size(); ++at) {
+namespace {
+
+bool upper_or_digit(char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
+// Replaces what follows each `key` (any case) up to the first byte `value_ends` rejects with "[redacted]".
+template <typename Stop>
+void redact_after(std::string& text, std::string_view key, Stop value_ends) {
+  for (std::size_t at = 0; at + key.size() <= text.size(); ++at) {
     bool match = true;
-    for (std::size_t i = 0; i < kKey.size() && match; ++i)
-      match = std::tolower(static_cast<unsigned char>(text[at + i])) == kKey[i];
+    for (std::size_t i = 0; i < key.size() && match; ++i)
+      match = std::tolower(static_cast<unsigned char>(text[at + i])) == key[i];
     if (!match) continue;
-    const std::size_t from = at + kKey.size();
+    const std::size_t from = at + key.size();
     std::size_t end = from;
-    while (end < text.size() && std::isxdigit(static_cast<unsigned char>(text[end]))) ++end;
+    while (end < text.size() && !value_ends(text[end])) ++end;
     if (end > from) text.replace(from, end - from, "[redacted]");
     at = from - 1;
+  }
+}
+
+}  // namespace
+
+void redact_signatures(std::string& text) {
+  redact_after(text, "signature=", [](char c) { return !std::isxdigit(static_cast<unsigned char>(c)); });
+  // Credential=<access key id>/<date>/<region>/<service>/aws4_request: the key id, up to its '/'.
+  redact_after(text, "credential=", [](char c) {
+    return c == '/' || c == ',' || c == '&' || c == '"' || c == '\'' || std::isspace(static_cast<unsigned char>(c));
+  });
+  // An access key id anywhere: AKIA (long-term) or ASIA (temporary) and 16 upper-case letters or digits.
+  for (std::size_t at = 0; at + 20 <= text.size(); ++at) {
+    const std::string_view prefix(text.data() + at, 4);
+    if (prefix != "AKIA" && prefix != "ASIA") continue;
+    if (at > 0 && upper_or_digit(text[at - 1])) continue;
+    std::size_t end = at + 4;
+    while (end < text.size() && upper_or_digit(text[end])) ++end;
+    if (end - at != 20) continue;
+    text.replace(at, 20, "[redacted]");
   }
 }
 

@@ -31,7 +31,9 @@ class SigV4 {
 
 /// A request signature the service echoed (an Authorization header or a presigned query quoted in a message) is a
 /// secret too, but libcurl computed it, so it is found by its shape: the hex digits after "signature=", any case,
-/// become "[redacted]".
+/// become "[redacted]". So does the access key id: the value after "Credential=" (any case) up to its '/', ',', '&',
+/// quote or space, and every AKIA or ASIA followed by 16 upper-case letters or digits (the AWS key id shapes) that
+/// is not part of a longer such run.
 void redact_signatures(std::string& text);
 
 }  // namespace code_interpreter::bedrock

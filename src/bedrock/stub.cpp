@@ -199,7 +199,8 @@ AgentCoreStub::AgentCoreStub(BedrockOptions opts) : options(std::move(opts)) {
 }
 
 std::string AgentCoreStub::service_text(std::string text, std::size_t limit) const {
-  detail::redact(text, {config.credentials.secret_access_key, config.credentials.session_token});
+  detail::redact(text, {config.credentials.secret_access_key, config.credentials.session_token,
+                        config.credentials.access_key_id});
   redact_signatures(text);
   return bounded_text(text, limit);
 }

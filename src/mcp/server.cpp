@@ -36,6 +36,8 @@ constexpr int kServerBusy = -32000;  // JSON-RPC's range for a server's own erro
 
 // Calls queued behind the running one; more are refused, so a client cannot make the server hold unbounded input.
 constexpr std::size_t kMaxPendingCalls = 16;
+// The waiting calls' arguments total at most this many longest messages (McpServerOptions::max_message_bytes).
+constexpr std::size_t kMaxQueuedMessages = 4;
 
 constexpr const char* kResetTool = "reset_sandbox";
 
@@ -47,11 +49,19 @@ int level_index(std::string_view level) {
   return -1;
 }
 
+// Added to the first answer after a cancelled call that lost the sandbox's state.
+constexpr std::string_view kEarlierStateLost =
+    "[The sandbox's state was lost when an earlier call was cancelled: variables, imports and files are gone.]";
+
+// What a waiting tools/call keeps: not its parsed params (a DOM costs many times its text), only what runs it.
 struct Job {
   json id;
-  json params;
+  std::string name;
+  std::string arguments;               // the arguments object as JSON text
+  std::optional<json> progress_token;  // _meta.progressToken, a string or an integer
   std::stop_source stop;
   bool cancelled = false;
+  bool state_lost = false;  // set by the worker: the call's result says the sandbox's state was lost
 };
 
 class Session {
@@ -88,27 +98,27 @@ class Session {
     if (message.is_discarded()) return send_error(nullptr, kParseError, "Parse error: the message is not JSON");
     if (message.is_array()) return send_error(nullptr, kInvalidRequest, "Invalid Request: batches are not supported");
     if (!message.is_object()) return send_error(nullptr, kInvalidRequest, "Invalid Request: not a JSON-RPC object");
+    // A response (a result or an error and no method) is never answered, whatever its id: the server sends no
+    // request to match it with, and an error answered with an error would ping-pong.
+    if (!message.contains("method") && (message.contains("result") || message.contains("error"))) return;
     const bool has_id = message.contains("id");
     json id = nullptr;
     if (has_id) {
       const auto& raw = message["id"];
       if (raw.is_string() || raw.is_number_integer()) id = raw;
       else return send_error(nullptr, kInvalidRequest, "Invalid Request: id must be a string or an integer");
+      // A lone surrogate's escape is kept as text by the parser (parse_untrusted_json), so the id could not be
+      // echoed as the client wrote it: such an id is refused.
+      if (raw.is_string() && raw.get_ref<const std::string&>().find("\\u") != std::string::npos &&
+          detail::escape_lone_surrogates(line))
+        return send_error(nullptr, kInvalidRequest, "Invalid Request: id must not hold a lone surrogate");
     }
-    if (!message.contains("jsonrpc") || message["jsonrpc"] != "2.0") {
-      if (has_id) send_error(id, kInvalidRequest, "Invalid Request: jsonrpc must be \"2.0\"");
-      return;
-    }
-    if (!message.contains("method")) {
-      // A response to a request of ours; the server sends none, so there is nothing to match.
-      if (!has_id || !(message.contains("result") || message.contains("error")))
-        send_error(id, kInvalidRequest, "Invalid Request: no method");
-      return;
-    }
-    if (!message["method"].is_string()) {
-      if (has_id) send_error(id, kInvalidRequest, "Invalid Request: method must be a string");
-      return;
-    }
+    // An invalid request is answered even without an id, with id null (JSON-RPC 2.0, "Response object").
+    if (!message.contains("jsonrpc") || message["jsonrpc"] != "2.0")
+      return send_error(id, kInvalidRequest, "Invalid Request: jsonrpc must be \"2.0\"");
+    if (!message.contains("method")) return send_error(id, kInvalidRequest, "Invalid Request: no method");
+    if (!message["method"].is_string())
+      return send_error(id, kInvalidRequest, "Invalid Request: method must be a string");
     const std::string& method = message["method"].get_ref<const std::string&>();
     json params = message.contains("params") ? message["params"] : json::object();
     if (!params.is_object()) {
@@ -212,12 +222,27 @@ class Session {
         return send_error(id, kInvalidParams, "Invalid params: arguments must be an object");
       auto job = std::make_shared<Job>();
       job->id = id;
-      job->params = params;
+      job->name = name;
+      job->arguments = params.contains("arguments")
+                           ? params["arguments"].dump(-1, ' ', false, json::error_handler_t::replace)
+                           : std::string("{}");
+      if (params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")) {
+        const auto& t = params["_meta"]["progressToken"];
+        if (t.is_string() || t.is_number_integer()) job->progress_token = t;
+      }
+      // The waiting calls' arguments are bounded in total, as well as in number.
+      const std::size_t max_queued = kMaxQueuedMessages * options_.max_message_bytes;
       {
         std::lock_guard lock(mu_);
         if (queue_.size() >= kMaxPendingCalls) {
           return send_error(id, kServerBusy, fmt::format("Server busy: at most {} tool calls may wait", kMaxPendingCalls));
         }
+        if (queued_bytes_ + job->arguments.size() > max_queued) {
+          return send_error(id, kServerBusy,
+                            fmt::format("Server busy: the waiting tool calls' arguments may total at most {} bytes",
+                                        max_queued));
+        }
+        queued_bytes_ += job->arguments.size();
         queue_.push_back(std::move(job));
       }
       cv_.notify_all();
@@ -235,6 +260,7 @@ class Session {
         if (closing_ || stop.stop_requested()) return;
         job = queue_.front();
         queue_.pop_front();
+        queued_bytes_ -= job->arguments.size();
         if (job->cancelled) continue;
         running_ = job;
       }
@@ -250,7 +276,17 @@ class Session {
         answer = !job->cancelled;
         running_.reset();
       }
-      // A cancelled request gets no answer ("Utilities: Cancellation").
+      // A cancelled request gets no answer ("Utilities: Cancellation"), so a state lost in it (code that did not
+      // yield to the interrupt, its runtime restarted) is told with the next answer, which the model reads.
+      if (!answer && job->state_lost) {
+        earlier_state_lost_ = true;
+        log("warning", "the cancelled call did not stop when interrupted: the sandbox's state was lost");
+      }
+      if (answer && earlier_state_lost_ && !job->state_lost && result.contains("content")) {
+        auto& text = result["content"][0]["text"];
+        text = text.get<std::string>() + "\n" + std::string(kEarlierStateLost);
+      }
+      if (answer) earlier_state_lost_ = false;
       if (answer) send_result(job->id, result);
     }
   }
@@ -260,10 +296,9 @@ class Session {
   }
 
   json run(Job& job) {
-    const auto& name = job.params["name"].get_ref<const std::string&>();
-    const json arguments = job.params.contains("arguments") ? job.params["arguments"] : json::object();
+    const auto& name = job.name;
     if (name == kResetTool) {
-      if (!arguments.empty()) return text_result("[error: reset_sandbox takes no arguments. Nothing was done.]", true);
+      if (job.arguments != "{}") return text_result("[error: reset_sandbox takes no arguments. Nothing was done.]", true);
       if (!sandbox_) return text_result("[no sandbox is running: the next call starts a fresh one]", false);
       if (created_ >= options_.max_sandboxes)
         return text_result(fmt::format("[error: this session has had {} sandboxes, the most it may have; the current "
@@ -271,8 +306,13 @@ class Session {
                                        created_),
                            true);
       terminate_sandbox();
+      earlier_state_lost_ = false;  // the fresh sandbox is the news
       log("info", "the sandbox was reset");
       return text_result("[the sandbox was ended: the next call starts a fresh one]", false);
+    }
+    // Arguments the tool refuses are refused before a sandbox is created (and, on a cloud backend, paid for).
+    if (auto refusal = SandboxTool::check_arguments(job.arguments, tool_options_)) {
+      return text_result(refusal->text, true);
     }
     if (!sandbox_) {
       if (created_ >= options_.max_sandboxes)
@@ -282,8 +322,9 @@ class Session {
     const SandboxTool tool(*sandbox_, tool_options_);
     ToolCallOptions call;
     call.cancel = job.stop.get_token();
-    const auto called = tool.call(arguments.dump(-1, ' ', false, json::error_handler_t::replace), call);
+    const auto called = tool.call(job.arguments, call);
     if (called.execution) {
+      job.state_lost = called.execution->state_lost;
       log(called.is_error ? "warning" : "debug",
           fmt::format("{} ended {}", definition_.name, to_string(called.execution->status)));
     }
@@ -297,12 +338,7 @@ class Session {
   std::optional<json> start_sandbox(Job& job) {
     SandboxConfig config = options_.sandbox;
     config.cancel = job.stop.get_token();
-    std::optional<json> token;
-    if (job.params.contains("_meta") && job.params["_meta"].is_object() &&
-        job.params["_meta"].contains("progressToken")) {
-      const auto& t = job.params["_meta"]["progressToken"];
-      if (t.is_string() || t.is_number_integer()) token = t;
-    }
+    const std::optional<json>& token = job.progress_token;
     log("info", "starting the " + config.backend + " sandbox");
     std::jthread ticker;
     if (token) {
@@ -324,7 +360,9 @@ class Session {
       ++created_;
     } catch (const CodeInterpreterError& e) {
       ticker = {};
-      log("error", fmt::format("the sandbox could not start ({}): {}", to_string(e.stage()), e.what()));
+      // A start the client cancelled is news, not a failure.
+      if (job.stop.stop_requested()) log("info", "the sandbox start was cancelled");
+      else log("error", fmt::format("the sandbox could not start ({}): {}", to_string(e.stage()), e.what()));
       return text_result(fmt::format("[error: the sandbox could not start ({}): {}. Nothing was run.]",
                                      to_string(e.stage()), e.what()),
                          true);
@@ -385,9 +423,11 @@ class Session {
   std::condition_variable_any cv_;
   std::deque<std::shared_ptr<Job>> queue_;
   std::shared_ptr<Job> running_;
+  std::size_t queued_bytes_ = 0;  // the waiting jobs' arguments text
   bool closing_ = false;
   std::unique_ptr<CodeInterpreterSandbox> sandbox_;  // the worker's, and shut_down's once it has joined
   int created_ = 0;
+  bool earlier_state_lost_ = false;  // the worker's: a cancelled call lost the state, not yet told
   std::jthread worker_;  // last: joined before the rest is destroyed
 };
 

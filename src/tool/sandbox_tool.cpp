@@ -49,13 +49,36 @@ void check_options(const SandboxToolOptions& options) {
   if (options.max_timeout && options.max_timeout->count() <= 0) {
     throw std::invalid_argument("SandboxToolOptions::max_timeout must be positive");
   }
+  if (options.max_timeout && options.execution_timeout && *options.execution_timeout > *options.max_timeout) {
+    throw std::invalid_argument("SandboxToolOptions::execution_timeout must not exceed max_timeout");
+  }
 }
 
-std::chrono::seconds default_limit(const SandboxToolOptions& options) {
-  if (options.execution_timeout && options.execution_timeout->count() > 0) {
-    return std::max(std::chrono::seconds(1), std::chrono::ceil<std::chrono::seconds>(*options.execution_timeout));
+// A duration as the model reads it: "1 second", "30 seconds", "0.001 seconds", "1.5 seconds".
+std::string seconds_text(std::chrono::milliseconds limit) {
+  const auto ms = limit.count();
+  if (ms % 1000 == 0) return fmt::format("{} second{}", ms / 1000, ms == 1000 ? "" : "s");
+  std::string fraction = fmt::format("{:03}", ms % 1000);
+  while (fraction.back() == '0') fraction.pop_back();
+  return fmt::format("{}.{} seconds", ms / 1000, fraction);
+}
+
+// What the model is told of a call's time limit: the options' budget (nullopt: the backend's default; <= 0: none)
+// and, when offered, the most `timeout` may ask for.
+std::string limit_text(const SandboxToolOptions& options) {
+  const bool unbounded = options.execution_timeout && options.execution_timeout->count() <= 0;
+  const std::string upto =
+      options.max_timeout ? seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(*options.max_timeout)) : "";
+  if (unbounded) {
+    return options.max_timeout ? fmt::format(" Calls have no time limit unless `timeout` sets one, up to {}.", upto)
+                               : std::string(" Calls have no time limit.");
   }
-  return kDefaultExecutionLimit;
+  const std::string limit =
+      seconds_text(options.execution_timeout ? *options.execution_timeout
+                                             : std::chrono::milliseconds(kDefaultExecutionLimit));
+  return options.max_timeout
+             ? fmt::format(" Each call may run for at most {} unless `timeout` sets another limit, up to {}.", limit, upto)
+             : fmt::format(" Each call may run for at most {}.", limit);
 }
 
 std::string description_of(const SandboxProfile& profile, const SandboxToolOptions& options) {
@@ -95,12 +118,7 @@ std::string description_of(const SandboxProfile& profile, const SandboxToolOptio
   out += caps.network ? " The code can reach the network."
                       : " The code cannot reach the network, so nothing can be downloaded or installed.";
   if (!profile.packages.empty()) out += " Installed packages besides the standard library: " + join(profile.packages, "") + ".";
-  if (options.max_timeout) {
-    out += fmt::format(" Each call may run for at most {} seconds unless `timeout` sets another limit, up to {} seconds.",
-                       default_limit(options).count(), options.max_timeout->count());
-  } else {
-    out += fmt::format(" Each call may run for at most {} seconds.", default_limit(options).count());
-  }
+  out += limit_text(options);
   if (!options.description_note.empty()) out += " " + options.description_note;
   return out;
 }
@@ -154,18 +172,34 @@ std::string SandboxTool::description() const { return description_of(profile_of(
 std::string SandboxTool::parameters() const { return parameters_of(profile_of(sandbox_), options_); }
 ToolDefinition SandboxTool::definition() const { return describe(profile_of(sandbox_), options_); }
 
-ToolResult SandboxTool::call(std::string_view arguments, const ToolCallOptions& call_options) const {
-  if (arguments.size() > options_.max_arguments_bytes) {
+namespace {
+
+// The model's arguments as far as they can be checked without the sandbox: the refusal, or what the call runs.
+struct CheckedArguments {
+  std::optional<ToolResult> refusal;
+  nlohmann::json parsed;
+  Timeout timeout;  // the `timeout` argument, else options.execution_timeout
+  std::vector<std::string> names;  // `files`
+};
+
+CheckedArguments check(std::string_view arguments, const SandboxToolOptions& options) {
+  CheckedArguments out;
+  const auto refused = [&](std::string text) {
+    out.refusal = code_interpreter::refused(std::move(text));
+    return out;
+  };
+  if (arguments.size() > options.max_arguments_bytes) {
     return refused(fmt::format("[error: the arguments are {} bytes, more than the {} this tool takes.{}",
-                               arguments.size(), options_.max_arguments_bytes, kNothingRun));
+                               arguments.size(), options.max_arguments_bytes, kNothingRun));
   }
-  const auto parsed = detail::parse_untrusted_json(arguments, kMaxArgumentNesting, kMaxArgumentValues);
+  out.parsed = detail::parse_untrusted_json(arguments, kMaxArgumentNesting, kMaxArgumentValues);
+  const auto& parsed = out.parsed;
   if (!parsed.is_object() || !parsed.contains("code") || !parsed["code"].is_string()) {
     return refused(std::string(kBadShape));
   }
   std::vector<std::string> known = {"code"};
-  if (options_.max_timeout) known.push_back("timeout");
-  if (options_.file_arguments) known.push_back("files");
+  if (options.max_timeout) known.push_back("timeout");
+  if (options.file_arguments) known.push_back("files");
   for (const auto& [key, value] : parsed.items()) {
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       return refused(fmt::format("[error: unknown argument '{}'; the arguments are {}.{}", interpreter::quoted_name(key),
@@ -173,43 +207,31 @@ ToolResult SandboxTool::call(std::string_view arguments, const ToolCallOptions& 
     }
   }
   const auto& code = parsed["code"].get_ref<const std::string&>();
-  if (code.size() > options_.max_code_bytes) {
+  if (code.size() > options.max_code_bytes) {
     return refused(fmt::format("[error: the code is {} bytes, more than the {} this tool takes.{}", code.size(),
-                               options_.max_code_bytes, kNothingRun));
+                               options.max_code_bytes, kNothingRun));
   }
 
-  ExecuteOptions execute;
-  execute.cancel = call_options.cancel;
-  execute.timeout = options_.execution_timeout;
+  out.timeout = options.execution_timeout;
   if (parsed.contains("timeout")) {
     const auto& t = parsed["timeout"];
-    const double max = static_cast<double>(options_.max_timeout->count());
+    const double max = static_cast<double>(options.max_timeout->count());
     const double seconds = t.is_number() ? t.get<double>() : std::nan("");
     if (!(seconds > 0 && seconds <= max)) {
       return refused(fmt::format("[error: timeout must be a number of seconds greater than 0 and at most {}.{}",
-                                 options_.max_timeout->count(), kNothingRun));
+                                 options.max_timeout->count(), kNothingRun));
     }
-    execute.timeout = std::max(std::chrono::milliseconds(1),
-                               std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000))));
+    out.timeout = std::max(std::chrono::milliseconds(1),
+                           std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000))));
   }
-  if (call_options.max_budget) {
-    const auto left = std::max(*call_options.max_budget, std::chrono::milliseconds(1));
-    const bool unbounded = execute.timeout && execute.timeout->count() <= 0;
-    const auto budget = execute.timeout && !unbounded ? *execute.timeout
-                        : unbounded                   ? left
-                                                      : std::chrono::milliseconds(kDefaultExecutionLimit);
-    execute.timeout = std::min(budget, left);
-  }
-
-  std::vector<std::string> names;
   if (parsed.contains("files")) {
     const auto& files = parsed["files"];
     if (!files.is_array() || !std::all_of(files.begin(), files.end(), [](const auto& f) { return f.is_string(); })) {
       return refused(fmt::format("[error: files must be an array of file names.{}", kNothingRun));
     }
-    if (files.size() > options_.max_files) {
+    if (files.size() > options.max_files) {
       return refused(fmt::format("[error: files names {} files, more than the {} this tool takes.{}", files.size(),
-                                 options_.max_files, kNothingRun));
+                                 options.max_files, kNothingRun));
     }
     std::set<std::string> seen;
     for (const auto& f : files) {
@@ -223,8 +245,34 @@ ToolResult SandboxTool::call(std::string_view arguments, const ToolCallOptions& 
       if (!seen.insert(name).second) {
         return refused(fmt::format("[error: '{}' is named twice in files.{}", interpreter::quoted_name(name), kNothingRun));
       }
-      names.push_back(name);
+      out.names.push_back(name);
     }
+  }
+
+  return out;
+}
+
+}  // namespace
+
+std::optional<ToolResult> SandboxTool::check_arguments(std::string_view arguments, const SandboxToolOptions& options) {
+  return check(arguments, options).refusal;
+}
+
+ToolResult SandboxTool::call(std::string_view arguments, const ToolCallOptions& call_options) const {
+  auto checked = check(arguments, options_);
+  if (checked.refusal) return std::move(*checked.refusal);
+  const auto& code = checked.parsed["code"].get_ref<const std::string&>();
+  const auto& names = checked.names;
+  ExecuteOptions execute;
+  execute.cancel = call_options.cancel;
+  execute.timeout = checked.timeout;
+  if (call_options.max_budget) {
+    const auto left = std::max(*call_options.max_budget, std::chrono::milliseconds(1));
+    const bool unbounded = execute.timeout && execute.timeout->count() <= 0;
+    const auto budget = execute.timeout && !unbounded ? *execute.timeout
+                        : unbounded                   ? left
+                                                      : std::chrono::milliseconds(kDefaultExecutionLimit);
+    execute.timeout = std::min(budget, left);
   }
 
   ToolResult result;

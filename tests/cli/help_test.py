@@ -59,6 +59,8 @@ check("mcp: an unknown option", run("mcp", "--frob"),
       (64, "", "code-interpreter: unknown option --frob\n" + usage_of("mcp")))
 check("mcp: --max-sandboxes out of range", run("mcp", "--max-sandboxes", "0"),
       (64, "", "code-interpreter: --max-sandboxes takes a whole number from 1 to 1000\n" + usage_of("mcp")))
+check("mcp: --timeout above --max-timeout", run("mcp", "--timeout", "60", "--max-timeout", "10"),
+      (64, "", "code-interpreter: --timeout must not be more than --max-timeout\n" + usage_of("mcp")))
 check("mcp: a backend the factory refuses", run("mcp", "--backend", "frob"),
       (64, "", "code-interpreter: configuration: unknown backend in 'backend' (known: pyodide, e2b, bedrock)\n"
        + usage_of("mcp")))

@@ -67,9 +67,9 @@ class Server {
     }
   }
   // The next message that is not a notification.
-  json answer() {
+  json answer(std::chrono::milliseconds wait = 10s) {
     for (;;) {
-      auto m = next();
+      auto m = next(wait);
       REQUIRE(m);
       if (m->contains("id")) return *m;
     }
@@ -131,6 +131,14 @@ struct FakeBackend {
 };
 
 using ci::test_support::success;
+
+// A sandbox whose first call runs until it is cancelled.
+void runs_until_cancelled(FakeSandbox& s) {
+  s.push_handler([](std::string_view, const ci::ExecuteOptions& o) {
+    while (!o.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
+    return ci::ExecutionResult{};
+  });
+}
 
 json init_params(const std::string& version) {
   return {{"protocolVersion", version}, {"capabilities", json::object()},
@@ -211,6 +219,37 @@ TEST_CASE("invalid requests are answered -32600", "[mcp]") {
   CHECK(server.answer()["error"]["code"] == -32600);
   server.send_raw(R"j({"jsonrpc":"2.0","id":8,"method":5})j" "\n");
   CHECK(server.answer()["error"]["code"] == -32600);
+}
+
+TEST_CASE("an invalid request without an id is answered -32600 with id null, a response is never answered", "[mcp]") {
+  FakeBackend backend;
+  Server server(backend.options());
+  const auto refused = [&](const std::string& line, const std::string& message) {
+    server.send_raw(line + "\n");
+    const auto a = server.answer();
+    CHECK(a == json({{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", {{"code", -32600}, {"message", message}}}}));
+  };
+  refused(R"j({"jsonrpc":"2.0","method":5})j", "Invalid Request: method must be a string");
+  refused(R"j({})j", "Invalid Request: jsonrpc must be \"2.0\"");
+  refused(R"j({"jsonrpc":"1.0","method":"ping"})j", "Invalid Request: jsonrpc must be \"2.0\"");
+  refused(R"j({"jsonrpc":"2.0"})j", "Invalid Request: no method");
+  // Responses, with any id: nothing comes back, and the ping after them is the next answer.
+  server.send_raw(R"j({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}})j" "\n");
+  server.send_raw(R"j({"jsonrpc":"2.0","id":3,"result":{}})j" "\n");
+  server.send_raw(R"j({"jsonrpc":"2.0","id":{"x":1},"error":{"code":1,"message":"y"}})j" "\n");
+  server.request(4, "ping");
+  CHECK(server.answer() == json::parse(R"j({"jsonrpc":"2.0","id":4,"result":{}})j"));
+}
+
+TEST_CASE("a string id with a lone surrogate escape, which cannot be echoed as sent, is refused with id null", "[mcp]") {
+  FakeBackend backend;
+  Server server(backend.options());
+  server.send_raw(R"j({"jsonrpc":"2.0","id":"\ud800","method":"ping"})j" "\n");
+  CHECK(server.answer() == json::parse(R"j({"jsonrpc":"2.0","id":null,"error":{"code":-32600,
+                                        "message":"Invalid Request: id must not hold a lone surrogate"}})j"));
+  // An escaped backslash followed by u is an ordinary id, echoed as sent.
+  server.send_raw(R"j({"jsonrpc":"2.0","id":"\\ud800","method":"ping"})j" "\n");
+  CHECK(server.answer() == json::parse(R"j({"jsonrpc":"2.0","id":"\\ud800","result":{}})j"));
 }
 
 TEST_CASE("an unknown method is -32601 and a ping is answered empty", "[mcp]") {
@@ -311,6 +350,97 @@ TEST_CASE("a cancelled call is stopped and gets no answer, and the next call run
   CHECK(was_cancelled);
 }
 
+TEST_CASE("a cancelled call that lost the state has it told in the next answer and in a log message", "[mcp][concurrency]") {
+  FakeBackend backend;
+  backend.setup = [&](FakeSandbox& s) {
+    s.push_handler([&](std::string_view, const ci::ExecuteOptions& o) {
+      while (!o.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
+      ci::ExecutionResult r;  // the code swallowed the interrupt: the runtime was restarted
+      r.failure = ci::FailureDetail{"cancelled", false};
+      r.state_lost = true;
+      return r;
+    });
+    s.push_result(success("after\n"));
+    s.push_result(success("again\n"));
+  };
+  Server server(backend.options());
+  server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "while True: pass"}}}});
+  std::this_thread::sleep_for(200ms);
+  server.send({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 1}}}});
+  server.request(2, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "print('after')"}}}});
+  bool logged = false;
+  json a;
+  for (;;) {
+    auto m = server.next();
+    REQUIRE(m);
+    if (m->contains("id")) {
+      a = *m;
+      break;
+    }
+    if ((*m)["params"]["data"] == "the cancelled call did not stop when interrupted: the sandbox's state was lost") {
+      CHECK((*m)["params"]["level"] == "warning");
+      logged = true;
+    }
+  }
+  CHECK(logged);
+  CHECK(a["id"] == 2);
+  CHECK(a["result"]["content"][0]["text"] ==
+        "after\n[The sandbox's state was lost when an earlier call was cancelled: variables, imports and files are "
+        "gone.]");
+  server.request(3, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "print('again')"}}}});
+  CHECK(server.answer()["result"]["content"][0]["text"] == "again");
+}
+
+TEST_CASE("arguments the tool refuses are refused before a sandbox is created", "[mcp]") {
+  FakeBackend backend;
+  backend.setup = [](FakeSandbox& s) { s.push_result(success("ok\n")); };
+  Server server(backend.options());
+  server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", 5}}}});
+  const auto a = server.answer();
+  CHECK(a["result"]["isError"] == true);
+  CHECK(a["result"]["content"][0]["text"] ==
+        "[error: the arguments must be a JSON object with a string \"code\". Nothing was run.]");
+  server.request(2, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "1"}, {"timeout", 0}}}});
+  CHECK(server.answer()["result"]["content"][0]["text"] ==
+        "[error: timeout must be a number of seconds greater than 0 and at most 300. Nothing was run.]");
+  CHECK(backend.created == 0);
+  server.request(3, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "print('ok')"}}}});
+  CHECK(server.answer()["result"]["content"][0]["text"] == "ok");
+  CHECK(backend.created == 1);
+}
+
+TEST_CASE("a sandbox start the client cancels is logged at info, not as an error", "[mcp][concurrency]") {
+  FakeBackend backend;
+  auto options = backend.options();
+  options.create = [](const ci::SandboxConfig& config) -> std::unique_ptr<ci::CodeInterpreterSandbox> {
+    while (!config.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
+    throw ci::SandboxStartError("creating the sandbox was cancelled", ci::Stage::kCreate, ci::ErrorKind::kUnknown);
+  };
+  Server server(options);
+  server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "1"}}}});
+  std::this_thread::sleep_for(200ms);
+  server.send({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 1}}}});
+  server.request(2, "ping");
+  std::vector<json> logs;
+  for (;;) {
+    auto m = server.next();
+    REQUIRE(m);
+    if (m->contains("id")) {
+      if ((*m)["id"] == 2) break;
+      continue;
+    }
+    logs.push_back((*m)["params"]);
+  }
+  // The ping may be answered before the worker has noticed the cancellation: wait for its log message.
+  while (logs.empty() || logs.back()["data"] != "the sandbox start was cancelled") {
+    auto m = server.next();
+    REQUIRE(m);
+    logs.push_back((*m)["params"]);
+  }
+  CHECK(logs.back()["level"] == "info");
+  for (const auto& l : logs) CHECK(l["level"] != "error");
+}
+
 TEST_CASE("reset_sandbox gives a fresh sandbox, at most max_sandboxes per session", "[mcp]") {
   FakeBackend backend;
   backend.setup = [](FakeSandbox& s) { s.push_result(success("x\n")); };
@@ -381,12 +511,7 @@ TEST_CASE("logging/setLevel decides which log messages reach the client", "[mcp]
 
 TEST_CASE("end of input terminates the session's sandbox, a call in flight included", "[mcp][concurrency]") {
   FakeBackend backend;
-  backend.setup = [](FakeSandbox& s) {
-    s.push_handler([](std::string_view, const ci::ExecuteOptions& o) {
-      while (!o.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
-      return ci::ExecutionResult{};
-    });
-  };
+  backend.setup = runs_until_cancelled;
   {
     Server server(backend.options());
     server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "while True: pass"}}}});
@@ -397,16 +522,19 @@ TEST_CASE("end of input terminates the session's sandbox, a call in flight inclu
   CHECK(backend.terminated(0));
 }
 
+// A cold Pyodide start takes seconds, more on a loaded machine: its answers get a wide bound (CTest's TIMEOUT is wider).
+constexpr std::chrono::milliseconds kPyodideWait = 120s;
+
 TEST_CASE("against real Pyodide: state persists across calls and an exception is a tool error", "[mcp][pyodide]") {
   ci::McpServerOptions options;
   options.sandbox.pyodide.runtime_dir = CI_TEST_RUNTIME_DIR;
   Server server(options);
   server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "x = 6 * 7"}}}});
-  CHECK(server.answer()["result"]["isError"] == false);
+  CHECK(server.answer(kPyodideWait)["result"]["isError"] == false);
   server.request(2, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "print(x)"}}}});
-  CHECK(server.answer()["result"] == json::parse(R"j({"content":[{"type":"text","text":"42"}],"isError":false})j"));
+  CHECK(server.answer(kPyodideWait)["result"] == json::parse(R"j({"content":[{"type":"text","text":"42"}],"isError":false})j"));
   server.request(3, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "1/0"}}}});
-  const auto error = server.answer();
+  const auto error = server.answer(kPyodideWait);
   CHECK(error["result"]["isError"] == true);
   const std::string text = error["result"]["content"][0]["text"];
   CHECK(text.find("ZeroDivisionError: division by zero") != std::string::npos);
@@ -418,22 +546,34 @@ TEST_CASE("against real Pyodide: a timeout is reported and the sandbox answers a
   Server server(options);
   server.request(1, "tools/call",
                  {{"name", "execute_code"}, {"arguments", {{"code", "import time\nwhile True: time.sleep(0.01)"}, {"timeout", 1}}}});
-  const auto timeout = server.answer();
+  const auto timeout = server.answer(kPyodideWait);
   CHECK(timeout["result"]["isError"] == true);
   const std::string text = timeout["result"]["content"][0]["text"];
   CHECK(text.find("[TIMEOUT (execution): the code did not finish in time.") != std::string::npos);
   server.request(2, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "print('alive')"}}}});
-  CHECK(server.answer()["result"]["content"][0]["text"] == "alive");
+  CHECK(server.answer(kPyodideWait)["result"]["content"][0]["text"] == "alive");
+}
+
+TEST_CASE("the waiting calls' arguments total at most 4 longest messages, the next is refused as busy", "[mcp][concurrency]") {
+  FakeBackend backend;
+  backend.setup = runs_until_cancelled;
+  auto options = backend.options();
+  options.max_message_bytes = 2048;
+  Server server(options);
+  server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "1"}}}});
+  std::this_thread::sleep_for(300ms);
+  // {"code":"x...x"}: 1911 bytes each; four wait (7644 bytes), a fifth would make 9555 > 4 * 2048.
+  const json big = {{"name", "execute_code"}, {"arguments", {{"code", std::string(1900, 'x')}}}};
+  for (int id = 2; id <= 6; ++id) server.request(id, "tools/call", big);
+  const auto busy = server.answer();
+  CHECK(busy["id"] == 6);
+  CHECK(busy["error"]["code"] == -32000);
+  CHECK(busy["error"]["message"] == "Server busy: the waiting tool calls' arguments may total at most 8192 bytes");
 }
 
 TEST_CASE("at most 16 calls wait behind the running one, the next is refused as busy", "[mcp][concurrency]") {
   FakeBackend backend;
-  backend.setup = [](FakeSandbox& s) {
-    s.push_handler([](std::string_view, const ci::ExecuteOptions& o) {
-      while (!o.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
-      return ci::ExecutionResult{};
-    });
-  };
+  backend.setup = runs_until_cancelled;
   Server server(backend.options());
   const json call = {{"name", "execute_code"}, {"arguments", {{"code", "1"}}}};
   server.request(1, "tools/call", call);

@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <sstream>
+
 #include "code_interpreter/code_interpreter.hpp"
 #include "code_interpreter/testing/fake_sandbox.hpp"
 #include "results.hpp"
@@ -237,4 +240,61 @@ TEST_CASE("a sandbox that throws is a tool error carrying the exception, never a
   CHECK(r.text == "[error: the sandbox failed: Sandbox is not initialized]");
   CHECK(r.error != nullptr);
   CHECK_FALSE(r.execution);
+}
+
+TEST_CASE("docs/agents.md's C++ example is examples/sandbox_tool.cpp, which the build compiles", "[mcp]") {
+  const auto read = [](const std::string& path) {
+    std::ifstream in(std::string(CI_SOURCE_DIR) + "/" + path, std::ios::binary);
+    REQUIRE(in);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+  };
+  const std::string example = read("examples/sandbox_tool.cpp");
+  const std::string marker = "// [snippet]\n";
+  const auto first = example.find(marker);
+  REQUIRE(first != std::string::npos);
+  const auto begin = first + marker.size();
+  const auto end = example.find(marker, begin);
+  REQUIRE(end != std::string::npos);
+  const std::string snippet = example.substr(begin, end - begin);
+  CHECK(snippet.find("tool.call(R\"j({\"code\": \"print(6 * 7)\"})j\")") != std::string::npos);
+  const std::string doc = read("docs/agents.md");
+  CHECK(doc.find("```cpp\n" + snippet + "```\n") != std::string::npos);
+}
+
+TEST_CASE("the description states the time limit as set: none, sub-second, one second, the default", "[mcp]") {
+  const ci::SandboxProfile profile{FakeSandbox::pyodide_like_capabilities(), ci::Language::kPython, {}};
+  const auto limit_of = [&](ci::SandboxToolOptions o) {
+    const std::string text = ci::SandboxTool::describe(profile, o).description;
+    const auto at = text.find("installed.");
+    REQUIRE(at != std::string::npos);
+    return text.substr(at + 10);
+  };
+  ci::SandboxToolOptions o;
+  CHECK(limit_of(o) == " Each call may run for at most 300 seconds.");
+  o.execution_timeout = 0ms;
+  CHECK(limit_of(o) == " Calls have no time limit.");
+  o.execution_timeout = -5ms;
+  CHECK(limit_of(o) == " Calls have no time limit.");
+  o.max_timeout = 1s;
+  o.execution_timeout = 0ms;
+  CHECK(limit_of(o) == " Calls have no time limit unless `timeout` sets one, up to 1 second.");
+  o.execution_timeout = 1ms;
+  CHECK(limit_of(o) == " Each call may run for at most 0.001 seconds unless `timeout` sets another limit, up to 1 second.");
+  o.max_timeout.reset();
+  o.execution_timeout = 1500ms;
+  CHECK(limit_of(o) == " Each call may run for at most 1.5 seconds.");
+  o.execution_timeout = 1000ms;
+  CHECK(limit_of(o) == " Each call may run for at most 1 second.");
+}
+
+TEST_CASE("an execution_timeout above max_timeout is refused, as the two would contradict", "[mcp]") {
+  FakeSandbox sandbox(FakeSandbox::pyodide_like_capabilities(), ci::Language::kPython, {});
+  ci::SandboxToolOptions o;
+  o.execution_timeout = 60s;
+  o.max_timeout = 10s;
+  CHECK_THROWS_WITH(ci::SandboxTool(sandbox, o), "SandboxToolOptions::execution_timeout must not exceed max_timeout");
+  o.execution_timeout = 10s;
+  CHECK_NOTHROW(ci::SandboxTool(sandbox, o));
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bedrock/config.hpp"
+#include "bedrock/sigv4.hpp"
 #include "code_interpreter/errors.hpp"
 
 namespace fs = std::filesystem;
@@ -488,4 +489,17 @@ TEST_CASE("resolve_config: a request_timeout of 0 or over 24 hours is refused", 
     const auto e = refusal(options, ErrorKind::kInvalidArgument);
     CHECK(std::string(e.what()) == "request_timeout must be above 0 and at most 24 hours");
   }
+}
+
+TEST_CASE("redact_signatures hides signatures, Credential= values and access key ids", "[bedrock]") {
+  std::string text =
+      "Authorization: AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20260101/us-east-1/bedrock-agentcore/"
+      "aws4_request, SignedHeaders=host, Signature=0123abcdef; key ASIAZZZZZZZZZZZZZZZZ, credential=mykey&x=1";
+  code_interpreter::bedrock::redact_signatures(text);
+  CHECK(text ==
+        "Authorization: AWS4-HMAC-SHA256 Credential=[redacted]/20260101/us-east-1/bedrock-agentcore/aws4_request, "
+        "SignedHeaders=host, Signature=[redacted]; key [redacted], credential=[redacted]&x=1");
+  std::string near_misses = "AKIAIOSFODNN7EXAMPL XAKIAIOSFODNN7EXAMPLE AKIAIOSFODNN7EXAMPLEX akiaiosfodnn7example";
+  code_interpreter::bedrock::redact_signatures(near_misses);
+  CHECK(near_misses == "AKIAIOSFODNN7EXAMPL XAKIAIOSFODNN7EXAMPLE AKIAIOSFODNN7EXAMPLEX akiaiosfodnn7example");
 }
