@@ -61,7 +61,8 @@ int mcp_command(std::span<const std::string> args) {
   } catch (const ci::SandboxStartError& e) {
     throw UsageError(kName, e.what());
   }
-  // A client that goes away must not kill the server mid-write: the write fails and end of input follows.
+  // serve_mcp never lets a write to a client that has gone raise SIGPIPE; the logger writes to stderr, which a
+  // client may close too.
   std::signal(SIGPIPE, SIG_IGN);
   return ci::serve_mcp(0, 1, options);
 }

@@ -62,8 +62,8 @@ struct McpServerOptions {
 /// answered. Tool calls run one at a time on a worker thread, so cancellations and pings are read while one runs.
 /// Logs go to the library's logger (stderr; warning and above at its default level) and, at the level the client set
 /// (default info), as notifications/message; neither carries a secret.
-/// The caller should ignore SIGPIPE (std::signal(SIGPIPE, SIG_IGN)) when `out_fd` is a pipe or socket: a write to a
-/// client that has gone otherwise kills the process; with it ignored the write fails and end of input follows.
+/// A write to a client that has gone fails without raising SIGPIPE in the host program (the signal is blocked for the
+/// writing thread and consumed); the server then serves until end of input.
 /// @return 0 after end of file.
 /// @throws std::invalid_argument for options the tool refuses (SandboxToolOptions) or max_sandboxes < 1.
 /// @throws SandboxStartError for a sandbox configuration the factory refuses (declared_capabilities), unless

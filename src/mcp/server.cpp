@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "code_interpreter/logging.hpp"
+#include "core/pipe_write.hpp"
 #include "core/untrusted.hpp"
 
 namespace code_interpreter {
@@ -404,13 +405,8 @@ class Session {
     std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace);
     line += '\n';
     std::lock_guard lock(out_mu_);
-    std::size_t done = 0;
-    while (done < line.size()) {
-      const ssize_t n = ::write(out_fd_, line.data() + done, line.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;  // the client is gone; end of input follows
-      done += static_cast<std::size_t>(n);
-    }
+    // A client that has gone fails the write (end of input follows); SIGPIPE never reaches the host program.
+    (void)detail::write_all(out_fd_, line);
   }
 
   int out_fd_;

@@ -24,6 +24,7 @@
 
 #include "code_interpreter/execution.hpp"
 #include "code_interpreter/pyodide_sandbox.hpp"
+#include "core/pipe_write.hpp"
 #include "pyodide/child_process.hpp"
 #include "pyodide/confinement.hpp"
 #include "pyodide/frame.hpp"
@@ -58,11 +59,6 @@ struct RuntimeDir {
   [[nodiscard]] std::filesystem::path deno_dir() const { return path / "deno"; }
   std::filesystem::path path;
 };
-
-/// Writes all of `data` to a pipe without letting SIGPIPE reach the host program (docs/architecture.md "Writing
-/// without SIGPIPE"). Gives up (false) when the reader is gone or, with a deadline, when a stopped reader leaves
-/// the pipe full until then.
-bool write_all(int fd, std::string_view data, std::optional<HostClock::time_point> deadline = std::nullopt);
 
 /// How a wait for the next frame ended.
 enum class FrameWait { kFrame, kDeadline, kWoken, kEof, kMalformed };

@@ -3,9 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <mutex>
 #include <thread>
 
@@ -583,4 +585,27 @@ TEST_CASE("at most 16 calls wait behind the running one, the next is refused as 
   CHECK(busy["id"] == 18);
   CHECK(busy["error"]["code"] == -32000);
   CHECK(busy["error"]["message"] == "Server busy: at most 16 tool calls may wait");
+}
+
+TEST_CASE("a client that closed its end gets no SIGPIPE into the host program, and the server ends at end of input",
+          "[mcp]") {
+  // SIGPIPE at its default disposition kills the process: were it raised, this test program would die.
+  const auto previous = std::signal(SIGPIPE, SIG_DFL);
+  FakeBackend backend;
+  int in[2], out[2];
+  REQUIRE(::pipe(in) == 0);
+  REQUIRE(::pipe(out) == 0);
+  ::close(out[0]);  // the client reads nothing, ever
+  const std::string requests =
+      json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "ping"}}.dump() + "\n" +
+      json{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}}.dump() + "\n";
+  REQUIRE(::write(in[1], requests.data(), requests.size()) == static_cast<ssize_t>(requests.size()));
+  ::close(in[1]);
+  const auto options = backend.options();
+  const int code = ci::serve_mcp(in[0], out[1], options);
+  ::close(in[0]);
+  ::close(out[1]);
+  std::signal(SIGPIPE, previous);
+  CHECK(code == 0);
+  CHECK(backend.created == 0);
 }
