@@ -10,6 +10,8 @@
 #include "code_interpreter/interpreter.hpp"
 #include "code_interpreter/management.hpp"
 #include "code_interpreter/openai_invoker.hpp"
+#include "code_interpreter/process.hpp"
+#include "code_interpreter/pyodide_packages.hpp"
 #include "code_interpreter/pyodide_pool.hpp"
 #include "code_interpreter/pyodide_sandbox.hpp"
 #include "code_interpreter/sandbox.hpp"
