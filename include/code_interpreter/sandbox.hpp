@@ -168,7 +168,8 @@ class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
 
   /// Stops the execute_code running now, from any thread; a no-op when none runs (an interrupt is never kept for a
   /// later call). With Capabilities::interrupt_keeps_state the call returns kError with code_error
-  /// KeyboardInterrupt and the state kept; otherwise it returns as a cancelled call does (kUnknown `cancelled`,
+  /// KeyboardInterrupt and the state kept (CancelledError when the interrupt lands while the run waits in the event
+  /// loop; docs/errors.md "Filesystem, interrupt, restart and variables"); otherwise it returns as a cancelled call does (kUnknown `cancelled`,
   /// state_lost telling whether the state survived).
   /// @throws SandboxExecutionError (kUnsupported) without Capabilities::interrupt_call; SandboxNotInitializedError
   ///         after terminate.
