@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the tests with a sanitizer and runs the CTest labels it is for (docs/testing.md, "Sanitizers"):
 #   asan  AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer (build-asan/, the tree scripts/fuzz.sh
-#         builds its targets in): the labels unit and contract (three at a time), and the security battery's
+#         builds its targets in): the labels unit and contract, and the security battery's
 #         both-layers registration
 #   tsan  ThreadSanitizer (build-tsan/): the label concurrency
 # The presets build with clang and the confinement test switch; their test presets set the *SAN_OPTIONS under which
@@ -15,12 +15,9 @@ sanitizers=("$@")
 for sanitizer in "${sanitizers[@]}"; do
   case "$sanitizer" in
     asan)
-      # The unit and contract suites mostly wait on the local servers: they run three at a time (on two cores).
-      fast=(-L '^(unit|contract)$' -j3)
-      select=(-L '^security_both$')
+      select=(-L '^(unit|contract|security_both)$')
       targets=(unit_tests contract_tests security_tests security_api_tests) ;;
     tsan)
-      fast=()
       select=(-L '^concurrency$')
       targets=(unit_tests contract_tests pyodide_tests confinement_tests interpreter_tests mcp_tests processes_tests) ;;
     *)
@@ -32,7 +29,6 @@ for sanitizer in "${sanitizers[@]}"; do
   cmake --build --preset "$sanitizer" --target "${targets[@]}"
   echo "sanitize: $sanitizer build took $((SECONDS - start)) s"
   start=$SECONDS
-  if ((${#fast[@]})); then ctest --preset "$sanitizer" "${fast[@]}"; fi
   ctest --preset "$sanitizer" "${select[@]}"
   echo "sanitize: $sanitizer tests took $((SECONDS - start)) s"
 done
