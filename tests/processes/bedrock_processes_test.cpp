@@ -204,29 +204,16 @@ TEST_CASE("bedrock task: a partial line that a poll interval did not complete re
           "[processes][bedrock]") {
   BedrockServer server;
   auto sandbox = BedrockAgentCoreSandbox::create(server.options());
-  std::mutex m;
-  std::vector<std::string> lines;
+  test::LineLog log;
   SpawnOptions o;
-  o.on_stdout = [&](std::string_view line) {
-    std::lock_guard lock(m);
-    lines.emplace_back(line);
-  };
+  o.on_stdout = log.callback();
   auto p = sandbox->spawn("printf 'name? '; sleep 3; echo done", o);
-  const auto seen = [&] {
-    std::lock_guard lock(m);
-    return !lines.empty();
-  };
-  for (const auto until = std::chrono::steady_clock::now() + 2500ms; !seen() && std::chrono::steady_clock::now() < until;)
-    std::this_thread::sleep_for(10ms);
+  log.wait_for_any(2500ms);
   CHECK(p.poll().state == ProcessState::kRunning);
-  {
-    std::lock_guard lock(m);
-    CHECK(lines == std::vector<std::string>{"name? "});
-  }
+  CHECK(log.lines() == std::vector<std::string>{"name? "});
   const auto r = p.wait(20s);
   CHECK(r.stdout_text == "name? done\n");
-  std::lock_guard lock(m);
-  CHECK(lines == std::vector<std::string>{"name? ", "done\n"});
+  CHECK(log.lines() == std::vector<std::string>{"name? ", "done\n"});
   sandbox->terminate();
 }
 

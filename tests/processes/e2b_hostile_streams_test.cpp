@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <mutex>
 #include <thread>
 
 #include "../integration/e2b_test_support.hpp"
@@ -23,6 +22,12 @@ std::size_t count_requests(E2BServer& server, const std::string& path) { return 
 // The Start stream of the next spawn or command: `start`, one unit, then cut half-way through the next.
 void cut_start_after_first_line(E2BServer& server) {
   server.fault({{"surface", "envd"}, {"path", "/process.Process/Start"}, {"action", "cut_mid_line"}, {"after", 2}});
+}
+
+// Every re-attach (process.Process/Connect) carries `start`, then is cut half-way through the next unit.
+void cut_every_reattach_after_start(E2BServer& server) {
+  server.fault({{"surface", "envd"}, {"path", "/process.Process/Connect"}, {"action", "cut_mid_line"}, {"after", 1},
+                {"count", -1}});
 }
 
 // The message of the SandboxExecutionError (stage command) `call` throws, checking its kind.
@@ -109,8 +114,7 @@ TEST_CASE("cut stream: a server that cuts every re-attached stream right after i
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
   cut_start_after_first_line(server);
-  server.fault({{"surface", "envd"}, {"path", "/process.Process/Connect"}, {"action", "cut_mid_line"}, {"after", 1},
-                {"count", -1}});
+  cut_every_reattach_after_start(server);
   CommandOptions o;
   o.timeout = 60s;
   const auto start = std::chrono::steady_clock::now();
@@ -132,8 +136,7 @@ TEST_CASE("cut stream: a handle whose re-attached streams are all cut right afte
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
   cut_start_after_first_line(server);
-  server.fault({{"surface", "envd"}, {"path", "/process.Process/Connect"}, {"action", "cut_mid_line"}, {"after", 1},
-                {"count", -1}});
+  cut_every_reattach_after_start(server);
   auto p = sandbox->spawn("echo first; sleep 0.3; while true; do echo x; sleep 0.01; done");
   const auto r = p.wait(30s);
   CHECK(r.state == ProcessState::kUnknown);
@@ -312,29 +315,16 @@ TEST_CASE("output: a prompt without a newline reaches a handle's callback while 
           "[processes][e2b]") {
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
-  std::mutex m;
-  std::vector<std::string> lines;
+  test::LineLog log;
   SpawnOptions o;
-  o.on_stdout = [&](std::string_view line) {
-    std::lock_guard lock(m);
-    lines.emplace_back(line);
-  };
+  o.on_stdout = log.callback();
   auto p = sandbox->spawn("printf 'name? '; read n; echo hi $n", o);
-  const auto seen = [&] {
-    std::lock_guard lock(m);
-    return !lines.empty();
-  };
-  for (const auto until = std::chrono::steady_clock::now() + 10s; !seen() && std::chrono::steady_clock::now() < until;)
-    std::this_thread::sleep_for(10ms);
-  {
-    std::lock_guard lock(m);
-    REQUIRE(lines == std::vector<std::string>{"name? "});
-  }
+  log.wait_for_any(10s);
+  REQUIRE(log.lines() == std::vector<std::string>{"name? "});
   p.send_stdin("bob\n");
   const auto r = p.wait(20s);
   CHECK(r.stdout_text == "name? hi bob\n");
-  std::lock_guard lock(m);
-  CHECK(lines == std::vector<std::string>{"name? ", "hi bob\n"});
+  CHECK(log.lines() == std::vector<std::string>{"name? ", "hi bob\n"});
   sandbox->terminate();
 }
 
