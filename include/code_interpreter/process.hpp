@@ -28,8 +28,8 @@ struct SpawnOptions {
   bool stdin_pipe = true;
   /// Called with one line at a time, by the same rules as CommandOptions::on_stdout (docs/errors.md "Output"), on a
   /// thread of the handle's own (not the caller's, kill and terminate included), in order within a stream. A
-  /// partial line that nothing completes (a prompt) comes as a piece after 50 ms (E2B) or one poll (AgentCore). Must not call back into the handle or
-  /// the sandbox. A callback that throws is silenced; the result then carries FailureDetail `callback.exception`.
+  /// partial line that nothing completes (a prompt) comes as a piece after 50 ms (E2B) or one poll (AgentCore).
+  /// Must not call back into the handle or the sandbox. A callback that throws is silenced; the result then carries FailureDetail `callback.exception`.
   std::function<void(std::string_view)> on_stdout;
   std::function<void(std::string_view)> on_stderr;
 };

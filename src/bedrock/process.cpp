@@ -74,7 +74,8 @@ class BedrockProcessDriver final : public detail::ProcessDriver {
   void signal(bool) override {
     {
       std::lock_guard lock(mutex_);
-      if (state_ != ProcessState::kRunning) return;  // a task known to have ended is left alone
+      // A task known to have ended is left alone; one whose fate is unknown (kUnknown) may still run.
+      if (state_ == ProcessState::kExited || state_ == ProcessState::kSignaled) return;
     }
     const auto guard = link().use();
     const auto inv = calls_.invoke(http::Operation::kAgentCoreStopTask, "stopTask", id(), link().token());

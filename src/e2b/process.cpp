@@ -93,7 +93,7 @@ Followed follow_process(http::HttpClient& client, const E2BStub& stub, http::Req
     for (auto until = Clock::now() + kReattachBackoff * failures; Clock::now() < until && !cancel.stop_requested();)
       std::this_thread::sleep_for(milliseconds(10));
   }
-  if (deadline && !f.deadline_passed && cut_mid_run(f.ex, stream) && Clock::now() >= *deadline) f.deadline_passed = true;
+  if (deadline && cut_mid_run(f.ex, stream) && Clock::now() >= *deadline) f.deadline_passed = true;
   return f;
 }
 
@@ -179,8 +179,9 @@ class E2BProcessDriver final : public detail::ProcessDriver {
     const char* what = kill ? "kill" : "terminate";
     {
       // A process known to have ended is left alone: no signal that could reach a process that took its pid since.
+      // One whose fate is unknown (kUnknown) may still run: it is signalled.
       std::lock_guard lock(mutex_);
-      if (state_ != ProcessState::kRunning) return;
+      if (state_ == ProcessState::kExited || state_ == ProcessState::kSignaled) return;
     }
     try {
       unary(http::Operation::kE2BProcessControl, "SendSignal",

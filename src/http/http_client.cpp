@@ -403,7 +403,8 @@ Exchange HttpClient::perform(const Request& request) {
       std::stop_callback wake(request.cancel, [multi = handle->multi] { curl_multi_wakeup(multi); });
       int running = 1;
       const bool ticks = request.on_tick && request.tick_interval.count() > 0;
-      const int wait_ms = ticks ? static_cast<int>(std::clamp<long long>(request.tick_interval.count(), 1, 1000)) : 1000;
+      const int wait_ms =
+          ticks ? static_cast<int>(std::clamp<long long>(request.tick_interval.count(), 1, 1000)) : 1000;
       auto next_tick = std::chrono::steady_clock::now() + request.tick_interval;
       while (true) {
         if (curl_multi_perform(handle->multi, &running) != CURLM_OK) {

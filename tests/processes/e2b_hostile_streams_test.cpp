@@ -43,7 +43,11 @@ std::string command_error(const std::function<void()>& call, ErrorKind kind) {
   return {};
 }
 
-json start_event(json pid) { return {{"payload", {{"event", {{"start", pid.is_null() ? json::object() : json{{"pid", pid}}}}}}}}; }
+// An `envelopes` directive's message carrying a start event with `pid` (null: a start without one).
+json start_event(json pid) {
+  const json start = pid.is_null() ? json::object() : json{{"pid", pid}};
+  return {{"payload", {{"event", {{"start", start}}}}}};
+}
 
 }  // namespace
 
@@ -146,7 +150,8 @@ TEST_CASE("cut stream: a handle whose re-attached streams are all cut right afte
                    "given up, and the process may still be running");
   CHECK(r.stdout_text == "first\n");
   CHECK(r.output_lost);
-  p.kill();  // it still runs: the handle can still stop it
+  p.kill();  // its fate is unknown, not ended: the handle can still stop it
+  CHECK(count_requests(server, "/process.Process/SendSignal") == 1);
   sandbox->terminate();
 }
 
@@ -169,6 +174,7 @@ TEST_CASE("cut stream: re-attaches answered 503 are tried three times, then the 
   CHECK(r.output_lost);
   CHECK(count_requests(server, "/process.Process/Connect") == 3);
   p.kill();
+  CHECK(count_requests(server, "/process.Process/SendSignal") == 1);
   sandbox->terminate();
 }
 
