@@ -27,8 +27,9 @@ struct SpawnOptions {
   /// Whether the process reads a stdin the handle can write (send_stdin / close_stdin). false: stdin is empty.
   bool stdin_pipe = true;
   /// Called with one line at a time, by the same rules as CommandOptions::on_stdout (docs/errors.md "Output"), on a
-  /// thread of the handle's own (not the caller's), in order within a stream. Must not call back into the handle or
-  /// the sandbox. A callback that throws is silenced; the result then carries FailureDetail `callback.exception`.
+  /// thread of the handle's own (not the caller's, kill and terminate included), in order within a stream. A
+  /// partial line that nothing completes (a prompt) comes as a piece after 50 ms (E2B) or one poll (AgentCore).
+  /// Must not call back into the handle or the sandbox. A callback that throws is silenced; the result then carries FailureDetail `callback.exception`.
   std::function<void(std::string_view)> on_stdout;
   std::function<void(std::string_view)> on_stderr;
 };
@@ -117,7 +118,8 @@ class CODE_INTERPRETER_EXPORT ProcessHandle {
   /// What is known now, without waiting. @throws SandboxNotInitializedError after the sandbox's terminate.
   [[nodiscard]] ProcessResult poll();
 
-  /// Sends SIGKILL. A process that already ended is left alone.
+  /// Sends SIGKILL. A process the handle knows has ended gets nothing sent (its pid may have been reused); one the
+  /// backend no longer knows is left alone.
   /// @throws SandboxExecutionError (stage command) when the backend refused; SandboxNotInitializedError after the
   ///         sandbox's terminate.
   void kill();

@@ -130,8 +130,12 @@ class CODE_INTERPRETER_EXPORT CodeInterpreterSandbox : public BaseSandbox {
   /// started. Its output goes to the options' callbacks and to the handle's results, by execute_command's rules.
   /// @throws std::invalid_argument for an empty command, a command, cwd or env that is not valid UTF-8 or holds NUL,
   ///         or an env name that is empty or holds '='.
+  /// Once the backend named the process (an E2B pid, an AgentCore task id), spawn throws no more: whatever fails
+  /// after that shows in the handle's state, so the id is never lost.
   /// @throws SandboxExecutionError (stage command): kUnsupported where the backend has no processes
-  ///         (Capabilities::processes false), else the backend's refusal or transport failure.
+  ///         (Capabilities::processes false); kTimeout when the backend did not report the start within its
+  ///         request_timeout (E2B; the error names a pid that came too late); kInternal for an answer that is not
+  ///         the protocol; else the backend's refusal or transport failure.
   /// @throws SandboxNotInitializedError after terminate.
   [[nodiscard]] ProcessHandle spawn(std::string_view command, const SpawnOptions& options = {});
   /// The processes running in the sandbox. @throws as spawn.

@@ -1,12 +1,17 @@
 // Turns a raw output byte stream into the line callbacks and the capped, valid-UTF-8 text of an ExecutionResult.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string>
 #include <string_view>
 
 namespace code_interpreter::detail {
+
+/// How long a partial line the program flushed is held for the rest of its line before it is delivered as a piece
+/// (docs/errors.md "Output": the flushed-partial-line rule), on every backend that sees output while it runs.
+inline constexpr std::chrono::milliseconds kPartialLineDelay{50};
 
 /// One output stream of one execution.
 ///

@@ -33,7 +33,8 @@ ExecutionResult E2BSandbox::Impl::command(std::string_view cmd, const CommandOpt
   std::optional<Clock::time_point> deadline;
   if (budget.count() > 0) deadline = started + budget;
   auto followed = e2b::follow_process(client, stub, std::move(request), call->token(), deadline, stream,
-                                      [&stream](std::string_view piece) { return stream.feed(piece); });
+                                      [&stream](std::string_view piece) { return stream.feed(piece); },
+                                      [&stream] { return stream.flush_idle(); });
   const auto& ex = followed.ex;
   const auto& error_body = followed.error_body;
   r.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
@@ -45,6 +46,13 @@ ExecutionResult E2BSandbox::Impl::command(std::string_view cmd, const CommandOpt
     e2b::apply_fault(stream.fault(), stream.fault_detail(), r);
     return r;
   }
+  const auto timed_out = [&] {
+    r.status = ExecutionStatus::kTimeout;
+    r.timeout_kind = TimeoutKind::kExecution;
+    r.exit_code = -1;
+    r.error = "command: timed out after " + std::to_string(budget.count()) + " ms; the command was killed";
+    return r;
+  };
   if (followed.not_found) {
     unknown(r, "connect.not_found",
             "command: the stream was cut and envd no longer knows the process: it ended meanwhile, and its exit "
@@ -56,6 +64,16 @@ ExecutionResult E2BSandbox::Impl::command(std::string_view cmd, const CommandOpt
     return r;
   }
   if (ex.ok() && ex.response.status != 200) return answered_error(r, ex.response.status, error_body, "command");
+  if (followed.gave_up) {
+    unknown(r, "connect.reattach_limit",
+            "command: the stream was cut " + std::to_string(e2b::kMaxReattachesInARow) +
+                " times in a row right after re-attaching to the process; re-attaching was given up, and the command "
+                "may still be running");
+    return r;
+  }
+  // Cut, and the budget ran out before a stream could tell the end: envd's deadline (Connect-Timeout-Ms) ends the
+  // command, whatever the cut hid.
+  if (followed.deadline_passed && followed.cuts > 0) return timed_out();
   if (!ex.ok()) {
     transport_failure(ex, "command", r);
     // Our backstop fired after envd's own limit should have: name the caller's budget, not libcurl's timer.
@@ -65,13 +83,7 @@ ExecutionResult E2BSandbox::Impl::command(std::string_view cmd, const CommandOpt
     return r;
   }
   // A complete HTTP body: the Connect stream itself says how it ended.
-  if (stream.stream_error() == "deadline_exceeded") {
-    r.status = ExecutionStatus::kTimeout;
-    r.timeout_kind = TimeoutKind::kExecution;
-    r.exit_code = -1;
-    r.error = "command: timed out after " + std::to_string(budget.count()) + " ms; the command was killed";
-    return r;
-  }
+  if (stream.stream_error() == "deadline_exceeded") return timed_out();
   if (!stream.stream_closed()) {
     unknown(r, stream.partial_envelope() ? "connect.truncated_envelope" : "connect.missing_end_stream",
             "command: the stream ended without its end-of-stream envelope");
@@ -93,6 +105,9 @@ ExecutionResult E2BSandbox::Impl::command(std::string_view cmd, const CommandOpt
     return r;
   }
   const auto& end = *stream.end();
+  // After a re-attach the end comes on a Connect stream, which envd ends with the process's `end` (SIGKILL) rather
+  // than deadline_exceeded when the Start's Connect-Timeout-Ms kills it: a kill once the budget ran out is that.
+  if (!end.exited && end.status == "signal: killed" && deadline && Clock::now() >= *deadline) return timed_out();
   r.exit_code = end.exit_code;
   if (end.exit_code == 0 && end.error.empty()) {
     r.status = ExecutionStatus::kSuccess;

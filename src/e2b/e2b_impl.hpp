@@ -113,16 +113,29 @@ struct Followed {
   int cuts = 0;            ///< how many times the stream broke mid-run (what was written meanwhile is not replayed)
   int reattached = 0;      ///< how many times the stream was re-attached by pid
   bool not_found = false;  ///< a re-attach found no such process: its fate cannot be learned
+  /// kMaxReattachesInARow re-attached streams in a row were cut before they carried an event past their `start`:
+  /// re-attaching was given up (the process may still run).
+  bool gave_up = false;
+  /// The stream was cut and the deadline had passed by then: envd's own deadline (Connect-Timeout-Ms) ended the
+  /// process, or ends it, whatever the cut hid.
+  bool deadline_passed = false;
 };
+
+/// The most re-attached streams in a row that may be cut before they carry an event past their `start` (a proxy
+/// that cuts every stream at once must not loop forever). A stream that carried one resets the count, so a long
+/// process with occasional cuts is never given up on.
+constexpr int kMaxReattachesInARow = 50;
 
 /// Sends `request` (process.Process/Start or Connect), feeding its body to `feed` (which feeds `stream`). A stream
 /// that breaks after its `start` and before the `end` (cut by the network or a proxy, or silent for twice the
 /// keep-alive interval) does not end a running process: it is re-attached with process.Process/Connect by pid, as
 /// long as `deadline` allows (nullopt: no limit) and `cancel` is not requested, and the stream carries on
-/// (docs/backends/e2b.md "Processes").
+/// (docs/backends/e2b.md "Processes"). `tick` runs on the calling thread between reads, every
+/// detail::kPartialLineDelay / 2 (http::Request::on_tick): it delivers the partial lines no byte completed
+/// (ProcessStream::flush_idle); its false stops the stream as `feed`'s does.
 Followed follow_process(http::HttpClient& client, const E2BStub& stub, http::Request request, std::stop_token cancel,
                         std::optional<std::chrono::steady_clock::time_point> deadline, ProcessStream& stream,
-                        const std::function<bool(std::string_view)>& feed);
+                        const std::function<bool(std::string_view)>& feed, const std::function<bool()>& tick);
 
 }  // namespace e2b
 }  // namespace code_interpreter

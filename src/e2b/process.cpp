@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/base64.hpp"
+#include "core/deadline.hpp"
 #include "core/untrusted.hpp"
 #include "e2b/e2b_impl.hpp"
 
@@ -20,8 +21,6 @@ using std::chrono::milliseconds;
 // Re-attaches in a row that may fail before start (the connection refused, a 5xx) before the stream is given up.
 constexpr int kReattachAttempts = 3;
 constexpr milliseconds kReattachBackoff{200};
-// A bound on re-attaches over one stream's life, so a proxy that cuts every stream at once cannot loop forever.
-constexpr int kMaxReattaches = 50;
 // How long after a cut a command's stream may take to re-attach, beyond its own budget (envd's deadline ends it).
 constexpr milliseconds kBackstop{std::chrono::seconds(10)};
 
@@ -36,31 +35,47 @@ bool cut_mid_run(const http::Exchange& ex, const ProcessStream& stream) {
 
 Followed follow_process(http::HttpClient& client, const E2BStub& stub, http::Request request, std::stop_token cancel,
                         std::optional<Clock::time_point> deadline, ProcessStream& stream,
-                        const std::function<bool(std::string_view)>& feed) {
+                        const std::function<bool(std::string_view)>& feed, const std::function<bool()>& tick) {
   Followed f;
+  const auto ticking = [&tick](http::Request& r) {
+    r.on_tick = tick;
+    r.tick_interval = detail::kPartialLineDelay / 2;
+  };
   request.cancel = cancel;
+  ticking(request);
   http::stream_success_body(request, f.error_body, feed, kMaxErrorBody);
   f.ex = client.perform(request);
   int failures = 0;
-  while (cut_mid_run(f.ex, stream) && !cancel.stop_requested() && f.reattached < kMaxReattaches) {
+  int in_a_row = 0;  // re-attached streams in a row that were cut before they carried an event past their start
+  while (cut_mid_run(f.ex, stream) && !cancel.stop_requested()) {
     const std::uint32_t pid = *stream.pid();
     if (failures == 0) ++f.cuts;
-    if (deadline && Clock::now() >= *deadline) break;
+    if (deadline && Clock::now() >= *deadline) {
+      f.deadline_passed = true;
+      break;
+    }
+    if (in_a_row >= kMaxReattachesInARow) {
+      f.gave_up = true;
+      break;
+    }
     stream.reattach();
+    const auto events_before = stream.events();
     auto again = stub.process_connect_request(pid);
     if (deadline) again.timeout = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now()) + kBackstop;
     again.cancel = cancel;
+    ticking(again);
     std::string error_body;
     http::stream_success_body(again, error_body, feed, kMaxErrorBody);
     auto ex = client.perform(again);
-    ++f.reattached;
     if (stream.started()) {
+      ++f.reattached;
       failures = 0;
+      // A stream that carried the process's events is a stream that worked: only cuts in a row count.
+      in_a_row = stream.events() > events_before ? 0 : in_a_row + 1;
       f.ex = std::move(ex);
       f.error_body = std::move(error_body);
       continue;  // a new stream of the same process: cut again, re-attach again
     }
-    f.reattached--;  // a try that never attached
     // The Connect never began: envd says the process is gone, or the call itself failed. Giving up keeps the cut
     // as the outcome (f.ex stays the broken exchange): a refused re-attach proves nothing about the process.
     const bool not_found = (stream.stream_closed() && stream.stream_error() == "not_found") ||
@@ -78,6 +93,7 @@ Followed follow_process(http::HttpClient& client, const E2BStub& stub, http::Req
     for (auto until = Clock::now() + kReattachBackoff * failures; Clock::now() < until && !cancel.stop_requested();)
       std::this_thread::sleep_for(milliseconds(10));
   }
+  if (deadline && cut_mid_run(f.ex, stream) && Clock::now() >= *deadline) f.deadline_passed = true;
   return f;
 }
 
@@ -102,8 +118,9 @@ class E2BProcessDriver final : public detail::ProcessDriver {
  public:
   E2BProcessDriver(std::shared_ptr<detail::SandboxLink> link, const E2BStub& stub, http::HttpClient& client,
                    std::function<void(std::string_view)> on_stdout, std::function<void(std::string_view)> on_stderr,
-                   bool stdin_pipe, bool attached_late)
+                   bool stdin_pipe, bool attached_late, Timeout lifetime = std::nullopt)
       : detail::ProcessDriver(std::move(link)),
+        lifetime_end_(detail::Deadline::after(lifetime, milliseconds(0))),
         client_(client),
         stub_(stub),
         on_stdout_(std::move(on_stdout)),
@@ -116,20 +133,36 @@ class E2BProcessDriver final : public detail::ProcessDriver {
 
   ~E2BProcessDriver() override { detach(); }
 
-  /// Sends `request` on the reader thread and waits for the process's `start`.
-  /// @throws SandboxExecutionError (stage command) when it did not start: the service's refusal, not found, or a
-  ///         transport failure; SandboxNotInitializedError when the sandbox ended meanwhile.
+  /// Sends `request` on the reader thread and waits for the process's `start`, at most E2BOptions::request_timeout.
+  /// @throws SandboxExecutionError (stage command) when it did not start: the service's refusal, not found, a
+  ///         transport failure, a stream that is not the protocol (kInternal), or no `start` within the bound
+  ///         (kTimeout; a pid that came too late is named in the error, for connect_process);
+  ///         SandboxNotInitializedError when the sandbox ended meanwhile.
   void start(http::Request request, std::string_view what) {
+    const auto bound = detail::Deadline::after(stub_.options.request_timeout, stub_.options.request_timeout);
     reader_ = std::thread([this, request = std::move(request)]() mutable { run(std::move(request)); });
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [this] { return pid_.has_value() || finished_; });
-    if (pid_) return;
+    const auto begun = [this] { return pid_.has_value() || finished_; };
+    const bool in_time = bound.at ? changed_.wait_until(lock, *bound.at, begun) : (changed_.wait(lock, begun), true);
+    if (pid_ && in_time) return;
     lock.unlock();
     detach();
     link().require_alive();
+    if (!in_time) {
+      const auto late = pid();
+      throw SandboxExecutionError(
+          std::string(what) + ": envd did not report the process's start within " +
+              std::to_string(stub_.options.request_timeout.count()) + " ms" +
+              (late ? "; it started as pid " + std::to_string(*late) + ", which connect_process attaches to"
+                    : "; the process may have started"),
+          Stage::kCommand, ErrorKind::kTimeout);
+    }
     if (start_error_) std::rethrow_exception(start_error_);
     throw SandboxExecutionError(std::string(what) + ": the process did not start", Stage::kCommand, ErrorKind::kUnknown);
   }
+
+  /// The stream's `start` must name `pid` (connect_process).
+  void expect_pid(std::uint32_t pid) { stream_.expect_pid(pid); }
 
   void send_stdin(std::string_view bytes) override {
     require_stdin();
@@ -144,6 +177,12 @@ class E2BProcessDriver final : public detail::ProcessDriver {
 
   void signal(bool kill) override {
     const char* what = kill ? "kill" : "terminate";
+    {
+      // A process known to have ended is left alone: no signal that could reach a process that took its pid since.
+      // One whose fate is unknown (kUnknown) may still run: it is signalled.
+      std::lock_guard lock(mutex_);
+      if (state_ == ProcessState::kExited || state_ == ProcessState::kSignaled) return;
+    }
     try {
       unary(http::Operation::kE2BProcessControl, "SendSignal",
             json{{"process", {{"pid", *pid()}}}, {"signal", kill ? "SIGNAL_SIGKILL" : "SIGNAL_SIGTERM"}}, what);
@@ -206,7 +245,11 @@ class E2BProcessDriver final : public detail::ProcessDriver {
     Followed f;
     try {
       f = follow_process(client_, stub_, std::move(request), stop_.get_token(), std::nullopt, stream_,
-                         [this](std::string_view bytes) { return feed(bytes); });
+                         [this](std::string_view bytes) { return feed(bytes); },
+                         [this] {
+                           std::lock_guard lock(mutex_);
+                           return stream_.flush_idle();
+                         });
     } catch (...) {
       std::lock_guard lock(mutex_);
       start_error_ = std::current_exception();
@@ -234,6 +277,13 @@ class E2BProcessDriver final : public detail::ProcessDriver {
     if (stop_.stop_requested()) return;  // detached, or the sandbox ended: nobody reads the state again
     if (!pid_) {  // it never started: spawn / connect_process throws this
       const std::string what = was_connect ? "connect_process" : "spawn";
+      if (stream_.fault() != StreamFault::kNone) {
+        start_error_ = std::make_exception_ptr(SandboxExecutionError(
+            what + " failed: the sandbox's answer was not the protocol: " + stream_.fault_detail() +
+                (was_connect ? "" : "; the process may have started"),
+            Stage::kCommand, ErrorKind::kInternal));
+        return;
+      }
       if (stream_.stream_closed() && !stream_.stream_error().empty()) {
         start_error_ = std::make_exception_ptr(SandboxExecutionError(
             what + " failed: " + stream_.stream_error() + ": " + stub_.service_text(stream_.stream_error_message()),
@@ -252,6 +302,11 @@ class E2BProcessDriver final : public detail::ProcessDriver {
       apply_fault(stream_.fault(), stream_.fault_detail(), r);
       return unknown(r.failure->exception_type, r.error + "; the process may still be running");
     }
+    const auto lifetime_ran_out = [this] {
+      state_ = ProcessState::kSignaled;
+      signal_ = "SIGKILL";
+      error_ = "the process's timeout ran out: envd killed it";
+    };
     if (stream_.ended()) {
       const auto& end = *stream_.end();
       if (end.exited) {
@@ -259,6 +314,9 @@ class E2BProcessDriver final : public detail::ProcessDriver {
         exit_code_ = end.exit_code;
         return;
       }
+      // After a re-attach the end comes on a Connect stream, which envd ends with the process's `end` rather than
+      // deadline_exceeded when the Start's Connect-Timeout-Ms kills it: a kill once the lifetime ran out is that.
+      if (end.status == "signal: killed" && lifetime_end_.expired()) return lifetime_ran_out();
       state_ = ProcessState::kSignaled;
       signal_ = stub_.service_text(signal_name(end.status));
       error_ = stub_.service_text(end.status.empty() ? end.error : end.status);
@@ -268,12 +326,12 @@ class E2BProcessDriver final : public detail::ProcessDriver {
       return unknown("connect.not_found",
                      "the stream was cut and envd no longer knows the process: it ended meanwhile, and its exit "
                      "status cannot be learned");
-    if (stream_.stream_error() == "deadline_exceeded") {
-      state_ = ProcessState::kSignaled;
-      signal_ = "SIGKILL";
-      error_ = "the process's timeout ran out: envd killed it";
-      return;
-    }
+    if (stream_.stream_error() == "deadline_exceeded") return lifetime_ran_out();
+    if (f.gave_up)
+      return unknown("connect.reattach_limit",
+                     "the stream was cut " + std::to_string(kMaxReattachesInARow) +
+                         " times in a row right after re-attaching to the process; re-attaching was given up, and "
+                         "the process may still be running");
     if (!stream_.stream_error().empty())
       return unknown("connect." + stream_.stream_error(),
                      stream_.stream_error() + ": " + stub_.service_text(stream_.stream_error_message()));
@@ -284,6 +342,7 @@ class E2BProcessDriver final : public detail::ProcessDriver {
     unknown("connect.missing_end_event", "the stream ended without the process's end event");
   }
 
+  detail::Deadline lifetime_end_;  // SpawnOptions::timeout from the spawn: envd kills the process then
   http::HttpClient& client_;
   const E2BStub stub_;  // a copy: the handle never points into its sandbox
   std::function<void(std::string_view)> on_stdout_, on_stderr_;
@@ -317,7 +376,7 @@ ProcessHandle E2BSandbox::do_spawn(std::string_view command, const SpawnOptions&
   const auto call = impl_->begin_call();  // refuses after terminate
   auto request = impl_->stub.spawn_request(command, options);
   auto driver = std::make_shared<e2b::E2BProcessDriver>(impl_->link, impl_->stub, impl_->client, options.on_stdout,
-                                                        options.on_stderr, options.stdin_pipe, false);
+                                                        options.on_stderr, options.stdin_pipe, false, options.timeout);
   driver->start(std::move(request), "spawn");
   return ProcessHandle(std::move(driver));
 }
@@ -328,6 +387,7 @@ ProcessHandle E2BSandbox::do_connect_process(std::string_view id, const ProcessC
   // envd does not replay what the process wrote before this stream: the handle says output may be missing.
   auto driver = std::make_shared<e2b::E2BProcessDriver>(impl_->link, impl_->stub, impl_->client, options.on_stdout,
                                                         options.on_stderr, true, true);
+  driver->expect_pid(pid);
   driver->start(impl_->stub.process_connect_request(pid), "connect_process");
   return ProcessHandle(std::move(driver));
 }

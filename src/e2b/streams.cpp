@@ -181,6 +181,7 @@ ProcessStream::ProcessStream(const std::function<void(std::string_view)>* on_std
 void ProcessStream::reattach() {
   envelopes_ = http::EnvelopeDecoder(
       [this](std::uint8_t flags, std::string_view payload) { return on_envelope(flags, payload); }, max_payload_);
+  if (pid_) expected_pid_ = pid_;
   pid_.reset();
   closed_ = false;
   stream_error_.clear();
@@ -207,7 +208,20 @@ bool ProcessStream::feed(std::string_view bytes) {
   return status == http::DecodeStatus::kOk;
 }
 
+bool ProcessStream::flush_idle() {
+  if (fault_ != StreamFault::kNone) return false;
+  if (!flush_at_ || std::chrono::steady_clock::now() < *flush_at_) return true;
+  flush_at_.reset();
+  if (auto thrown = detail::deliver_guarded([this] {
+        out_.flush();
+        err_.flush();
+      }, {&out_, &err_}))
+    return fail(StreamFault::kCallbackThrew, std::move(*thrown));
+  return true;
+}
+
 void ProcessStream::finish() {
+  flush_at_.reset();
   if (auto thrown = detail::deliver_guarded([this] {
         out_.finish();
         err_.finish();
@@ -233,22 +247,40 @@ bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
     if (event_it == message.end() || !event_it->is_object()) return fail(StreamFault::kMalformed, "a message without an event");
     const json& event = *event_it;
     if (const auto start = event.find("start"); start != event.end()) {
-      std::uint32_t pid = 0;
-      if (const auto p = start->find("pid"); p != start->end() && p->is_number_unsigned()) pid = p->get<std::uint32_t>();
+      // One `start`, first, with the pid of a process (docs/protocols/e2b.md "process.Process/Start"): anything else
+      // would name a process we could then signal or re-attach to by mistake.
+      if (pid_) return fail(StreamFault::kMalformed, "a second start event");
+      const auto p = start->is_object() ? start->find("pid") : start->end();
+      if (p == start->end() || !p->is_number_unsigned() || p->get<std::uint64_t>() == 0 ||
+          p->get<std::uint64_t>() > 0xffffffffULL)
+        return fail(StreamFault::kMalformed, "a start event without a pid of 1 to 4294967295");
+      const auto pid = static_cast<std::uint32_t>(p->get<std::uint64_t>());
+      if (expected_pid_ && pid != *expected_pid_)
+        return fail(StreamFault::kMalformed, "a start event of pid " + std::to_string(pid) + " on a stream of pid " +
+                                                 std::to_string(*expected_pid_));
       pid_ = pid;
       return true;
     }
     // The first message is always `start` (docs/protocols/e2b.md "process.Process/Start").
     if (!pid_) return fail(StreamFault::kMalformed, "the stream did not begin with a start event");
+    ++events_;
     if (const auto data = event.find("data"); data != event.end()) {
       for (const char* name : {"stdout", "stderr"}) {
         const auto* field = string_field(*data, name);
         if (field == nullptr) continue;
         auto bytes = detail::base64_decode(*field);
         if (!bytes) return fail(StreamFault::kMalformed, "output that is not base64");
-        // Whatever the callback throws, a nlohmann::json::exception included, is the callback's.
-        if (auto thrown = detail::deliver_guarded([&] { (name[3] == 'o' ? out_ : err_).feed(*bytes); }, {&out_, &err_}))
+        auto& stream = name[3] == 'o' ? out_ : err_;
+        auto& other = name[3] == 'o' ? err_ : out_;
+        // Whatever the callback throws, a nlohmann::json::exception included, is the callback's. What the other
+        // stream holds was written first: delivered first, so the order across the streams is kept.
+        if (auto thrown = detail::deliver_guarded([&] {
+              if (other.holding()) other.flush();
+              stream.feed(*bytes);
+            }, {&out_, &err_}))
           return fail(StreamFault::kCallbackThrew, std::move(*thrown));
+        if (!out_.holding() && !err_.holding()) flush_at_.reset();
+        else if (!flush_at_) flush_at_ = std::chrono::steady_clock::now() + detail::kPartialLineDelay;
       }
     } else if (const auto end = event.find("end"); end != event.end()) {
       End e;

@@ -4,6 +4,7 @@
 // Everything in them is untrusted: a line or envelope that is not the protocol stops the stream as malformed.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -63,6 +64,10 @@ class ProcessStream {
                 const std::function<void(std::string_view)>* on_stderr, std::size_t max_output, std::size_t max_payload);
 
   bool feed(std::string_view bytes);
+  /// Delivers the partial output lines held, once no byte completed them for detail::kPartialLineDelay since a
+  /// data event first left one held (docs/errors.md "Output"): call it now and then while the stream is open, on
+  /// the thread that feeds it. False when the stream must stop (a callback threw: see fault()).
+  bool flush_idle();
   /// Flushes the last partial output lines.
   void finish();
 
@@ -92,7 +97,8 @@ class ProcessStream {
   [[nodiscard]] std::optional<std::uint32_t> pid() const noexcept { return pid_; }
 
   /// Prepares for a new stream of the same process (process.Process/Connect after a cut): a fresh envelope decoder
-  /// that again expects `start` first; the output, a partial line held included, carries on.
+  /// that again expects `start` first, for the pid of the stream that was cut (a `start` of another pid is
+  /// malformed); the output, a partial line held included, carries on.
   void reattach();
   /// After a re-attach that never began: the stream is again the one that was cut, of the process `pid` (what the
   /// failed Connect said is forgotten).
@@ -100,6 +106,10 @@ class ProcessStream {
     reattach();
     pid_ = pid;
   }
+  /// The stream's `start` must name `pid` (process.Process/Connect to a known pid); another pid is malformed.
+  void expect_pid(std::uint32_t pid) noexcept { expected_pid_ = pid; }
+  /// How many whole envelopes after `start` (data, end, keep-alives) the streams carried so far, across re-attaches.
+  [[nodiscard]] std::size_t events() const noexcept { return events_; }
 
  private:
   bool on_envelope(std::uint8_t flags, std::string_view payload);
@@ -109,6 +119,9 @@ class ProcessStream {
   std::size_t max_payload_;
   http::EnvelopeDecoder envelopes_;
   std::optional<std::uint32_t> pid_;
+  std::optional<std::uint32_t> expected_pid_;
+  std::size_t events_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> flush_at_;  // when the partial lines held are delivered
   std::optional<End> end_;
   bool closed_ = false;
   std::string stream_error_, stream_error_message_;

@@ -112,9 +112,9 @@ E2BStub::E2BStub(E2BOptions opts) : options(std::move(opts)) {
                             Stage::kConfigure, ErrorKind::kInvalidArgument);
   if (options.lifetime.count() <= 0)
     throw SandboxStartError("the sandbox lifetime must be positive", Stage::kConfigure, ErrorKind::kInvalidArgument);
-  // A cap of 0 would make every line hostile, so every execute and command UNKNOWN.
   if (options.process_keepalive.count() < 1 || options.process_keepalive > std::chrono::hours(1))
     throw SandboxStartError("process_keepalive must be 1 s to 1 hour", Stage::kConfigure, ErrorKind::kInvalidArgument);
+  // A cap of 0 would make every line hostile, so every execute and command UNKNOWN.
   if (options.max_line_bytes == 0 || options.max_output_bytes == 0)
     throw SandboxStartError("max_line_bytes and max_output_bytes must be positive", Stage::kConfigure,
                             ErrorKind::kInvalidArgument);

@@ -396,11 +396,16 @@ Exchange HttpClient::perform(const Request& request) {
   const auto started = std::chrono::steady_clock::now();
   CURLcode result = CURLE_OK;
   bool cancelled = request.cancel.stop_requested();
+  bool ticked_abort = false;  // Request::on_tick asked to stop
   if (!cancelled) {
     curl_multi_add_handle(handle->multi, easy);
     {
       std::stop_callback wake(request.cancel, [multi = handle->multi] { curl_multi_wakeup(multi); });
       int running = 1;
+      const bool ticks = request.on_tick && request.tick_interval.count() > 0;
+      const int wait_ms =
+          ticks ? static_cast<int>(std::clamp<long long>(request.tick_interval.count(), 1, 1000)) : 1000;
+      auto next_tick = std::chrono::steady_clock::now() + request.tick_interval;
       while (true) {
         if (curl_multi_perform(handle->multi, &running) != CURLM_OK) {
           result = CURLE_OUT_OF_MEMORY;
@@ -416,7 +421,19 @@ Exchange HttpClient::perform(const Request& request) {
           cancelled = true;
           break;
         }
-        curl_multi_poll(handle->multi, nullptr, 0, 1000, nullptr);
+        curl_multi_poll(handle->multi, nullptr, 0, wait_ms, nullptr);
+        if (ticks && std::chrono::steady_clock::now() >= next_tick) {
+          next_tick = std::chrono::steady_clock::now() + request.tick_interval;
+          bool go_on = false;
+          try {
+            go_on = request.on_tick();
+          } catch (...) {
+          }
+          if (!go_on) {
+            ticked_abort = true;
+            break;
+          }
+        }
       }
     }
     // Removing a transfer in progress halts it and closes its connection (curl_multi_remove_handle(3)), so an
@@ -426,7 +443,7 @@ Exchange HttpClient::perform(const Request& request) {
 
   Exchange exchange;
   exchange.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-  if (cancelled) result = CURLE_ABORTED_BY_CALLBACK;
+  if (cancelled || ticked_abort) result = CURLE_ABORTED_BY_CALLBACK;
   exchange.curl_code = curl_code_name(result);
   exchange.failure = failure_of(result);
   if (result == CURLE_ABORTED_BY_CALLBACK) exchange.failure = cancelled || request.cancel.stop_requested()

@@ -58,6 +58,13 @@ struct Request {
   std::function<bool(std::string_view)> on_body;
   /// Called once the status line and headers of the final response are in (before any body piece).
   std::function<void(int status)> on_headers;
+  /// Called on the performing thread about every `tick_interval` while the exchange runs, between libcurl's calls
+  /// (never inside one of its callbacks), for what depends on time passing rather than on bytes: a streamed
+  /// answer's partial output line that no byte completed (core/output.hpp kPartialLineDelay). Returning false
+  /// aborts the transfer (Failure::kAborted). Must not throw (a throw aborts as false does). Unset, or an interval
+  /// of zero or less: never called.
+  std::function<bool()> on_tick;
+  std::chrono::milliseconds tick_interval{0};
   std::size_t max_body = std::size_t{16} << 20;  ///< cap for a collected body; over it → Failure::kTooLarge
   std::stop_token cancel;                         ///< a stop request aborts at once (Failure::kCancelled)
   /// The operation of the idempotency table (idempotency.hpp) this request is for, stamped by for_operation(),

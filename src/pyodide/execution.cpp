@@ -23,7 +23,7 @@ namespace {
 constexpr std::size_t kMaxCodeBytes = 16u << 20;
 constexpr std::size_t kMaxEnvBytes = 512u << 10;
 constexpr auto kInterruptRepeat = std::chrono::milliseconds(50);
-constexpr auto kPartialLineDelay = std::chrono::milliseconds(50);  // see the call loop's flush_at
+using detail::kPartialLineDelay;  // see the call loop's flush_at
 
 }  // namespace
 

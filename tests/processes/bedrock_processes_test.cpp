@@ -3,6 +3,7 @@
 // signals refused as the Capabilities declare.
 #include <catch2/catch.hpp>
 
+#include <mutex>
 #include <thread>
 
 #include "../integration/bedrock_test_support.hpp"
@@ -123,4 +124,113 @@ TEST_CASE("bedrock task: a handle after the sandbox is destroyed throws SandboxN
   sandbox.reset();
   CHECK_THROWS_AS(p.poll(), SandboxNotInitializedError);
   CHECK_THROWS_AS(p.id(), SandboxNotInitializedError);
+}
+
+// ---- polls that fail, kill after the end, partial lines ----
+
+TEST_CASE("bedrock task: a spawn whose first getTask fails keeps its task id, and later polls carry on",
+          "[processes][bedrock]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  // Three 500s: the first poll's every attempt (the retry loop tries a getTask three times).
+  server.fault({{"operation", "invoke"}, {"tool", "getTask"}, {"action", "status"}, {"status", 500}, {"count", 3}});
+  auto p = sandbox->spawn("echo made it");
+  CHECK_FALSE(p.id().empty());
+  const auto r = p.wait(20s);
+  CHECK(r.state == ProcessState::kExited);
+  CHECK(r.exit_code == 0);
+  CHECK(r.stdout_text == "made it\n");
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock task: getTask failing for good makes the state kUnknown, and the id still reaches the task",
+          "[processes][bedrock]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  server.fault({{"operation", "invoke"}, {"tool", "getTask"}, {"action", "status"}, {"status", 500}, {"count", -1}});
+  auto p = sandbox->spawn("sleep 30");
+  const auto id = p.id();
+  CHECK_FALSE(id.empty());
+  const auto r = p.wait(60s);
+  CHECK(r.state == ProcessState::kUnknown);
+  REQUIRE(r.failure);
+  CHECK_FALSE(r.failure->retry_safe);
+  CHECK(r.error.rfind("getTask failed 5 times in a row (last: ", 0) == 0);
+  CHECK(r.error.find("the task " + id + " may still be running") != std::string::npos);
+  CHECK(p.id() == id);
+  server.clear_faults();
+  auto again = sandbox->connect_process(id);  // the task is still there, by the id the handle kept
+  again.kill();
+  CHECK(again.wait(20s).state == ProcessState::kSignaled);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock task: kill of a task known to have ended sends no stopTask", "[processes][bedrock]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  auto p = sandbox->spawn("exit 2");
+  REQUIRE(p.wait(20s).exit_code == 2);
+  p.kill();
+  p.terminate();
+  CHECK(server.requests("invoke", "stopTask").empty());
+  CHECK(p.poll().state == ProcessState::kExited);
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock task: kill runs no output callback on the caller's thread", "[processes][bedrock][concurrency]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  std::mutex m;
+  std::vector<std::thread::id> threads;
+  std::vector<std::string> lines;
+  SpawnOptions o;
+  o.on_stdout = [&](std::string_view line) {
+    std::lock_guard lock(m);
+    threads.push_back(std::this_thread::get_id());
+    lines.emplace_back(line);
+  };
+  auto p = sandbox->spawn("echo one; sleep 0.4; printf two; sleep 30", o);
+  std::this_thread::sleep_for(1s);
+  p.kill();
+  const auto r = p.wait(20s);
+  CHECK(r.state == ProcessState::kSignaled);
+  CHECK(r.stdout_text == "one\ntwo");
+  std::lock_guard lock(m);
+  CHECK(lines == std::vector<std::string>{"one\n", "two"});
+  for (const auto& t : threads) CHECK(t != std::this_thread::get_id());
+}
+
+TEST_CASE("bedrock task: a partial line that a poll interval did not complete reaches the callback",
+          "[processes][bedrock]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  test::LineLog log;
+  SpawnOptions o;
+  o.on_stdout = log.callback();
+  auto p = sandbox->spawn("printf 'name? '; sleep 3; echo done", o);
+  log.wait_for_any(2500ms);
+  CHECK(p.poll().state == ProcessState::kRunning);
+  CHECK(log.lines() == std::vector<std::string>{"name? "});
+  const auto r = p.wait(20s);
+  CHECK(r.stdout_text == "name? done\n");
+  CHECK(log.lines() == std::vector<std::string>{"name? ", "done\n"});
+  sandbox->terminate();
+}
+
+TEST_CASE("bedrock task: output past what one getTask answer may carry ends kUnknown at once, its output kept",
+          "[processes][bedrock]") {
+  BedrockServer server;
+  auto options = server.options();
+  options.max_message_bytes = 64 * 1024;
+  options.max_output_bytes = 1000;
+  auto sandbox = BedrockAgentCoreSandbox::create(options);
+  auto p = sandbox->spawn("echo early; sleep 1; head -c 200000 /dev/zero | tr '\\0' x; sleep 30");
+  const auto r = p.wait(30s);
+  CHECK(r.state == ProcessState::kUnknown);
+  REQUIRE(r.failure);
+  CHECK(r.failure->exception_type == "eventstream.too_large");
+  CHECK(r.truncated);
+  CHECK(r.stdout_text.rfind("early\n", 0) == 0);
+  CHECK(r.error.find("grew past what one getTask answer may carry") != std::string::npos);
+  sandbox->terminate();
 }

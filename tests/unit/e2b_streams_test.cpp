@@ -2,11 +2,13 @@
 
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -570,4 +572,81 @@ TEST_CASE("strip_ansi removes CSI escape sequences and keeps everything else", "
   CHECK(strip_ansi("tail\x1b") == "tail\x1b");
   CHECK(strip_ansi("cut\x1b[12") == "cut");  // an unfinished sequence runs to the end
   CHECK(strip_ansi("") == "");
+}
+
+TEST_CASE("ProcessStream refuses a start event without a pid of 1 to 4294967295", "[e2b_streams]") {
+  for (const nlohmann::json& start : {nlohmann::json::object(), nlohmann::json{{"pid", 0}},
+                                      nlohmann::json{{"pid", 4294967296ULL}}, nlohmann::json{{"pid", -3}},
+                                      nlohmann::json{{"pid", "812"}}, nlohmann::json{{"pid", 8.5}}}) {
+    CAPTURE(start.dump());
+    ProcessStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
+    CHECK_FALSE(stream.feed(message({{"start", start}})));
+    CHECK(stream.fault() == StreamFault::kMalformed);
+    CHECK(stream.fault_detail() == "a start event without a pid of 1 to 4294967295");
+    CHECK_FALSE(stream.started());
+  }
+  ProcessStream largest(nullptr, nullptr, kMaxOutput, kMaxLine);
+  CHECK(largest.feed(message({{"start", {{"pid", 4294967295ULL}}}})));
+  CHECK(largest.pid() == std::optional<std::uint32_t>(4294967295U));
+}
+
+TEST_CASE("ProcessStream refuses a second start, and on a re-attach a start of another pid", "[e2b_streams]") {
+  ProcessStream twice(nullptr, nullptr, kMaxOutput, kMaxLine);
+  CHECK_FALSE(twice.feed(message(kStart) + message({{"start", {{"pid", 813}}}})));
+  CHECK(twice.fault_detail() == "a second start event");
+  CHECK(twice.pid() == std::optional<std::uint32_t>(812));
+
+  ProcessStream reattached(nullptr, nullptr, kMaxOutput, kMaxLine);
+  CHECK(reattached.feed(message(kStart)));
+  reattached.reattach();
+  CHECK_FALSE(reattached.feed(message({{"start", {{"pid", 813}}}})));
+  CHECK(reattached.fault_detail() == "a start event of pid 813 on a stream of pid 812");
+
+  ProcessStream same(nullptr, nullptr, kMaxOutput, kMaxLine);
+  CHECK(same.feed(message(kStart)));
+  same.reattach();
+  CHECK(same.feed(message(kStart)));
+  CHECK(same.fault() == StreamFault::kNone);
+
+  ProcessStream connected(nullptr, nullptr, kMaxOutput, kMaxLine);
+  connected.expect_pid(9);
+  CHECK_FALSE(connected.feed(message(kStart)));
+  CHECK(connected.fault_detail() == "a start event of pid 812 on a stream of pid 9");
+}
+
+TEST_CASE("ProcessStream counts the events after start, across re-attaches", "[e2b_streams]") {
+  ProcessStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
+  CHECK(stream.feed(message(kStart)));
+  CHECK(stream.events() == 0);
+  CHECK(stream.feed(message({{"keepalive", nlohmann::json::object()}}) + message({{"data", {{"stdout", "aGkK"}}}})));
+  CHECK(stream.events() == 2);
+  stream.reattach();
+  CHECK(stream.feed(message(kStart)));
+  CHECK(stream.events() == 2);
+  CHECK(stream.feed(message({{"data", {{"stdout", "aGkK"}}}})));
+  CHECK(stream.events() == 3);
+}
+
+TEST_CASE("ProcessStream delivers a partial line held for the partial-line delay, not before", "[e2b_streams]") {
+  Recorder out;
+  ProcessStream stream(&out.callback, nullptr, kMaxOutput, kMaxLine);
+  CHECK(stream.feed(message(kStart) + message({{"data", {{"stdout", "bmFtZT8g"}}}})));  // "name? "
+  CHECK(stream.flush_idle());
+  CHECK(out.lines.empty());
+  std::this_thread::sleep_for(code_interpreter::detail::kPartialLineDelay + std::chrono::milliseconds(10));
+  CHECK(stream.flush_idle());
+  CHECK(out.lines == std::vector<std::string>{"name? "});
+  CHECK(stream.feed(message({{"data", {{"stdout", "Ym9iCg=="}}}})));  // "bob\n"
+  CHECK(out.lines == std::vector<std::string>{"name? ", "bob\n"});
+  CHECK(collect(stream).stdout_text == "name? bob\n");
+}
+
+TEST_CASE("ProcessStream delivers what one stream holds before output of the other", "[e2b_streams]") {
+  std::vector<std::string> order;
+  Callback o = [&](std::string_view l) { order.push_back("out:" + std::string(l)); };
+  Callback e = [&](std::string_view l) { order.push_back("err:" + std::string(l)); };
+  ProcessStream stream(&o, &e, kMaxOutput, kMaxLine);
+  CHECK(stream.feed(message(kStart) + message({{"data", {{"stdout", "YQ=="}}}}) +  // "a"
+                    message({{"data", {{"stderr", "Ygo="}}}})));                     // "b\n"
+  CHECK(order == std::vector<std::string>{"out:a", "err:b\n"});
 }

@@ -558,3 +558,42 @@ TEST_CASE("before_retry can stop the loop, and a cancelled sleep ends it", "[htt
   CHECK(http::interruptible_sleep(20ms, live.get_token()));
   CHECK(std::chrono::steady_clock::now() - start >= 20ms);
 }
+
+TEST_CASE("on_tick runs between reads while a stream is silent, and its false aborts the transfer", "[http]") {
+  LocalHttpServer server([&](ServerConnection& c, int) {
+    if (!c.read_request()) return;
+    c.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n");
+    (void)c.wait_for_close(10s);  // then silent
+  });
+  http::HttpClient client;
+  http::Request request;
+  request.url = server.url("/stream");
+  std::string body;
+  request.on_body = [&](std::string_view piece) {
+    body += piece;
+    return true;
+  };
+  int ticks = 0;
+  request.tick_interval = 20ms;
+  request.on_tick = [&] { return ++ticks < 10; };
+  const auto started = std::chrono::steady_clock::now();
+  const auto exchange = client.perform(request);
+  CHECK(std::chrono::steady_clock::now() - started < 2s);
+  CHECK(exchange.failure == http::Failure::kAborted);
+  CHECK(ticks == 10);
+  CHECK(body == "hello");
+}
+
+TEST_CASE("without on_tick, or with an interval of 0, no tick is made", "[http]") {
+  LocalHttpServer server([&](ServerConnection& c, int) {
+    while (auto r = c.read_request()) c.respond(200, "ok");
+  });
+  http::HttpClient client;
+  http::Request request;
+  request.url = server.url("/a");
+  int ticks = 0;
+  request.on_tick = [&] { return ++ticks > 0; };
+  const auto exchange = client.perform(request);
+  CHECK(exchange.success());
+  CHECK(ticks == 0);
+}

@@ -180,7 +180,7 @@ function logRequest(req, surface, sandboxId) {
 // ------------------------------------------------------------------------------------------ faults
 
 const FAULT_ACTIONS = new Set(['refuse', 'reset_after_headers', 'cut_mid_line', 'stall', 'status', 'gone',
-  'malformed_line', 'close_after_request', 'no_end_of_execution', 'kill_during', 'content_length']);
+  'malformed_line', 'close_after_request', 'no_end_of_execution', 'kill_during', 'content_length', 'envelopes']);
 
 function validateFault(f) {
   if (!f || typeof f !== 'object') throw new Error('a fault must be an object');
@@ -193,6 +193,14 @@ function validateFault(f) {
   }
   if (f.action === 'content_length' && f.value !== undefined && !(Number.isInteger(f.value) && f.value >= 0)) {
     throw new Error('content_length fault needs a non-negative integer "value" or none');
+  }
+  if (f.action === 'envelopes') {
+    if (!Array.isArray(f.envelopes)) throw new Error('envelopes fault needs an array "envelopes"');
+    for (const e of f.envelopes) {
+      if (!e || typeof e !== 'object' || e.payload === undefined) throw new Error('each envelope needs a "payload"');
+      if (e.flags !== undefined && !(Number.isInteger(e.flags) && e.flags >= 0 && e.flags <= 255)) throw new Error('flags must be 0..255');
+    }
+    if (f.then !== undefined && !['end', 'stall'].includes(f.then)) throw new Error('then must be end or stall');
   }
   const count = f.count === undefined ? 1 : f.count;
   if (!Number.isInteger(count) || count === 0 || count < -1) throw new Error('count must be a positive integer or -1');
@@ -1630,6 +1638,16 @@ function handleEnvd(sb, req, url, body, out) {
       } catch (e) {
         out.begin(200, { 'Content-Type': 'application/connect+json' });
         out.unit(envelope(2, JSON.stringify({ error: { code: 'invalid_argument', message: e.message } })), { terminal: true, kind: 'envelope' });
+        return out.finish();
+      }
+      if (out.action === 'envelopes') {
+        // The directive's own stream instead of the process's (nothing is run): hostile start events and the like.
+        out.begin(200, { 'Content-Type': 'application/connect+json' });
+        for (const e of out.fault.envelopes) {
+          const payload = typeof e.payload === 'string' ? e.payload : JSON.stringify(e.payload);
+          out.unit(envelope(e.flags ?? 0, payload), { kind: 'envelope' });
+        }
+        if (out.fault.then === 'stall') return;
         return out.finish();
       }
       if (rpc[2] === 'Connect') return processConnect(sb, req, env.json, out);
