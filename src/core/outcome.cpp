@@ -52,6 +52,16 @@ void mark_callback_threw(ExecutionResult& r, std::string_view thrown) {
   r.code_error.reset();
 }
 
+ErrorKind error_kind_of(ExecutionStatus status) noexcept {
+  switch (status) {
+    case ExecutionStatus::kTimeout: return ErrorKind::kTimeout;
+    case ExecutionStatus::kUnknown: return ErrorKind::kUnknown;
+    case ExecutionStatus::kSuccess:
+    case ExecutionStatus::kError: break;
+  }
+  return ErrorKind::kInternal;
+}
+
 void terminate_on_destruction(const std::function<void()>& terminate, std::string_view backend, std::string_view noun,
                               std::string_view id, std::string_view verb) noexcept {
   try {

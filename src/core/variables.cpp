@@ -9,6 +9,7 @@
 
 #include "code_interpreter/sandbox.hpp"
 #include "core/base64.hpp"
+#include "core/outcome.hpp"
 #include "core/python_call.hpp"
 #include "core/random_id.hpp"
 #include "core/untrusted.hpp"
@@ -49,14 +50,6 @@ void require_python(const CodeInterpreterSandbox& sb, std::string_view what) {
     throw SandboxExecutionError(std::string(what) + " needs a Python interpreter; this sandbox runs " +
                                     std::string(to_string(sb.language())),
                                 Stage::kExecute, ErrorKind::kUnsupported);
-}
-
-ErrorKind kind_of(const ExecutionResult& r) {
-  switch (r.status) {
-    case ExecutionStatus::kTimeout: return ErrorKind::kTimeout;
-    case ExecutionStatus::kUnknown: return ErrorKind::kUnknown;
-    default: return ErrorKind::kInternal;
-  }
 }
 
 }  // namespace
@@ -133,7 +126,7 @@ nlohmann::json run_python_for_json(CodeInterpreterSandbox& sb, std::string_view 
   if (r.status != ExecutionStatus::kSuccess) {
     std::string message = std::string(what) + ": the code did not succeed (" + std::string(to_string(r.status)) + ")";
     if (!r.error.empty()) message += ": " + r.error;
-    throw SandboxExecutionError(std::move(message), stage, kind_of(r));
+    throw SandboxExecutionError(std::move(message), stage, error_kind_of(r.status));
   }
   auto malformed = [&](const std::string& why) {
     return SandboxExecutionError(std::string(what) + ": " + why, stage, ErrorKind::kInternal);

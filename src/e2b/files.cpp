@@ -2,6 +2,7 @@
 // filesystem service over unary Connect calls for the rest.
 #include "core/file_guards.hpp"
 #include "core/nested.hpp"
+#include "core/outcome.hpp"
 #include "core/temporary_file.hpp"
 #include "core/untrusted.hpp"
 #include "e2b/e2b_impl.hpp"
@@ -166,8 +167,10 @@ bool E2BSandbox::do_exists(std::string_view path) {
     if (answer.is_object() && answer.contains("entry") && answer["entry"].is_object()) return true;
     throw SandboxExecutionError("exists: the sandbox answered with malformed JSON", Stage::kDownload, ErrorKind::kInternal);
   }
-  // Only envd's own not_found says "absent"; a transport failure, a gone sandbox or another error throws.
-  if (ex.ok() && !e2b::is_gone_answer(ex.response.status, ex.response.body) &&
+  // Only envd's own answer for a missing path says "absent": Stat's Connect error not_found, which Connect sends
+  // with status 404 (docs/protocols/e2b.md "Connect calls and their JSON"). A body that says not_found under any
+  // other status (a proxy's, a 5xx) is not that answer: it throws, as a transport failure or a gone sandbox does.
+  if (ex.ok() && ex.response.status == 404 &&
       e2b::connect_error_code(ex.response.body) == std::optional<std::string>("not_found"))
     return false;
   impl_->throw_file_error(ex, Stage::kDownload, "exists");
@@ -200,13 +203,11 @@ void E2BSandbox::do_copy(std::string_view from, std::string_view to) {
       "else cp -a -T -- \"$CI_COPY_FROM\" \"$CI_COPY_TO\"; fi",
       options);
   if (r.status != ExecutionStatus::kSuccess) {
-    const ErrorKind kind = r.status == ExecutionStatus::kTimeout   ? ErrorKind::kTimeout
-                           : r.status == ExecutionStatus::kUnknown ? ErrorKind::kUnknown
-                                                                   : ErrorKind::kInternal;
-    std::string said = r.stderr_text.empty() ? r.error : r.stderr_text;
+    // cp's stderr is the sandbox's text: our secrets taken out, bounded and made valid UTF-8 like any service text.
+    std::string said = impl_->stub.untrusted_text(r.stderr_text.empty() ? r.error : r.stderr_text);
     while (!said.empty() && said.back() == '\n') said.pop_back();
     throw SandboxExecutionError("copy '" + std::string(from) + "' to '" + std::string(to) + "' failed: " + said,
-                                Stage::kUpload, kind);
+                                Stage::kUpload, detail::error_kind_of(r.status));
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/call_registry.hpp"
 #include "core/deadline.hpp"
+#include "core/outcome.hpp"
 #include "core/untrusted.hpp"
 #include "http/http_client.hpp"
 #include "http/idempotency.hpp"
@@ -191,4 +192,11 @@ TEST_CASE("a call cancelled after its code was sent loses the state once termina
   REQUIRE(calls.cancel_all());
   calls.mark_terminated();
   CHECK(calls.settled(cancelled(ExecutionStatus::kUnknown)).state_lost);
+}
+
+TEST_CASE("an operation riding on a call that did not succeed throws the kind of the call's status", "[outcome]") {
+  CHECK(detail::error_kind_of(ExecutionStatus::kTimeout) == ErrorKind::kTimeout);
+  CHECK(detail::error_kind_of(ExecutionStatus::kUnknown) == ErrorKind::kUnknown);
+  CHECK(detail::error_kind_of(ExecutionStatus::kError) == ErrorKind::kInternal);
+  CHECK(detail::error_kind_of(ExecutionStatus::kSuccess) == ErrorKind::kInternal);
 }
