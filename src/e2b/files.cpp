@@ -170,9 +170,19 @@ bool E2BSandbox::do_exists(std::string_view path) {
   // Only envd's own answer for a missing path says "absent": Stat's Connect error not_found, which Connect sends
   // with status 404 (docs/protocols/e2b.md "Connect calls and their JSON"). A body that says not_found under any
   // other status (a proxy's, a 5xx) is not that answer: it throws, as a transport failure or a gone sandbox does.
-  if (ex.ok() && ex.response.status == 404 &&
-      e2b::connect_error_code(ex.response.body) == std::optional<std::string>("not_found"))
-    return false;
+  const bool says_not_found =
+      ex.ok() && e2b::connect_error_code(ex.response.body) == std::optional<std::string>("not_found");
+  if (says_not_found && ex.response.status == 404) return false;
+  if (says_not_found && !e2b::is_gone_answer(ex.response.status, ex.response.body)) {
+    // Not envd's answer, so not "absent" either: the status decides the kind (a 5xx is kUnavailable), never the
+    // body's not_found, which a caller could take for a missing path.
+    const std::string said = impl_->stub.service_text(ex.response.body);
+    detail::throw_nested(
+        SandboxExecutionError("exists failed: HTTP " + std::to_string(ex.response.status) + " with a not_found body (" +
+                                  said + "), which is not envd's answer for a missing path",
+                              Stage::kDownload, http::error_kind(ex)),
+        http::to_transport_error(ex, "exists", said));
+  }
   impl_->throw_file_error(ex, Stage::kDownload, "exists");
 }
 

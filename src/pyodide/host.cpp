@@ -360,6 +360,10 @@ std::optional<FileError> fs_answer_error(const Frame& f, std::string_view op, st
     kind = ErrorKind::kInvalidArgument, what = "already exists";
   } else if (code == "ENOTEMPTY") {
     kind = ErrorKind::kInvalidArgument, what = "directory not empty";
+  } else if (code == "EINVAL") {  // e.g. a copy or move of a directory into itself (python_worker.mjs)
+    kind = ErrorKind::kInvalidArgument, what = "invalid argument";
+  } else if (code == "ELOOP") {
+    kind = ErrorKind::kInvalidArgument, what = "too many levels of symbolic links";
   }
   return FileError{kind, std::string(op) + " '" + std::string(path) + "': " + what + " (" + code + ")"};
 }

@@ -50,6 +50,29 @@ CONTRACT_SCENARIO("exists is true for a file and a directory and false for a mis
   CHECK_FALSE(h.sb().exists("ct/no-such-dir/missing.txt"));
 }
 
+// The kind each harness's exists throws for a fault: the transport's own verdict where the protocol call fails (E2B's
+// Stat), the kind of the failed executeCode where exists runs as Python (AgentCore, docs/errors.md "a call that
+// does not succeed throws with its status's kind").
+ci::ErrorKind exists_fault_kind(const E2BHarness&, Fault fault) {
+  return fault == Fault::kExistsMalformed ? ci::ErrorKind::kInternal : ci::ErrorKind::kUnavailable;
+}
+ci::ErrorKind exists_fault_kind(const BedrockHarness&, Fault fault) {
+  return fault == Fault::kExistsMalformed ? ci::ErrorKind::kInternal : ci::ErrorKind::kInternal;
+}
+
+CONTRACT_SERVER_SCENARIO("exists throws on a 5xx a gone sandbox or a malformed answer and never reads it as absent",
+                         "[files][fsvar]") {
+  for (const auto fault : {Fault::kExistsUnavailable, Fault::kExistsGone, Fault::kExistsMalformed}) {
+    TestType h;
+    INFO("fault " << static_cast<int>(fault));
+    h.sb().write_file("ct/ex/a.txt", "abc");
+    h.inject(fault);
+    const auto message = check_execution_error([&] { (void)h.sb().exists("ct/ex/missing.txt"); },
+                                               ci::Stage::kDownload, exists_fault_kind(h, fault));
+    CHECK(message.rfind("exists", 0) == 0);
+  }
+}
+
 CONTRACT_SCENARIO("get_info of a file gives its type size and name", "[files][fsvar]") {
   TestType h;
   h.sb().write_file("ct/info/ten.txt", "0123456789");
