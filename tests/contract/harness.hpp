@@ -49,7 +49,7 @@ enum class Fault {
   kUploadRefused,      ///< attachment uploads are refused with 507 (until clear_faults)
   kReadUnavailable,    ///< every file read answers 503 (until clear_faults)
   kReadStall,          ///< every file read is never answered (until clear_faults)
-  // The next exists (E2B: filesystem Stat; AgentCore: the executeCode that runs it), once:
+  // exists (E2B: every filesystem Stat until clear_faults; AgentCore: the next executeCode, which runs it):
   kExistsUnavailable,  ///< answered 503
   kExistsGone,         ///< the sandbox (session) is gone
   kExistsMalformed,    ///< an answer that is not the protocol's (E2B: a body that is not JSON; AgentCore: no framed answer)
@@ -120,7 +120,9 @@ class E2BHarness : public ServerHarness<ci::test::E2BServer, ci::E2BSandbox> {
       server_.fault(directive);
     };
     auto on_stat = [&](json directive) {
-      directive.update({{"surface", "envd"}, {"path", "/filesystem.Filesystem/Stat"}, {"method", "POST"}});
+      // Every attempt: a Stat is a read, which the client retries.
+      directive.update(
+          {{"surface", "envd"}, {"path", "/filesystem.Filesystem/Stat"}, {"method", "POST"}, {"count", -1}});
       server_.fault(directive);
     };
     switch (fault) {

@@ -1083,13 +1083,15 @@ TEST_CASE("exists: only envd's 404 not_found is absent: a 500 whose body says no
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
   CHECK_FALSE(sandbox->exists("missing.txt"));  // the real answer: 404 not_found
-  server.fault(on_stat({{"action", "status"}, {"status", 500},
+  server.fault(on_stat({{"action", "status"}, {"status", 500}, {"count", -1},
                         {"body", {{"code", "not_found"}, {"message", "file not found"}}}}));
   CHECK(check_exists_throws(*sandbox, "missing.txt", ErrorKind::kUnavailable) ==
         "exists failed: HTTP 500 with a not_found body (file not found), which is not envd's answer for a missing path");
+  server.clear_faults();
   // A proxy's 502 that says "not found" is the sandbox being gone, not the file.
-  server.fault(on_stat({{"action", "gone"}}));
+  server.fault(on_stat({{"action", "gone"}, {"count", -1}}));
   CHECK(check_exists_throws(*sandbox, "missing.txt", ErrorKind::kUnavailable) == "exists failed: the sandbox is gone");
+  server.clear_faults();
   sandbox->terminate();
 }
 
