@@ -3,7 +3,10 @@
 // move or stat through them. Each ends in an exact, contained outcome: a refusal that makes nothing, or the work
 // done; never an endless recursion, a hang, a blown stack or a lost runtime (docs/errors.md "Filesystem, interrupt,
 // restart and variables").
+#include <signal.h>
+
 #include <chrono>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -142,8 +145,8 @@ TEST_CASE("a copy that would take the runtime past its memory cap ends contained
   ci::PyodideOptions options;
   options.memory_limit_bytes = std::size_t{512} << 20;
   auto sb = fresh(options);
-  // 320 MiB of files in a wide tree: the copy needs as much again.
-  REQUIRE(run(*sb, "import os\nblock = b'\\x03' * (10 << 20)\nfor i in range(32):\n    os.makedirs('/files/big/%d' % i)\n"
+  // 240 MiB of files in a wide tree: the copy needs as much again, past the cap with the runtime's own memory.
+  REQUIRE(run(*sb, "import os\nblock = b'\\x03' * (10 << 20)\nfor i in range(24):\n    os.makedirs('/files/big/%d' % i)\n"
                    "    open('/files/big/%d/f.bin' % i, 'wb').write(block)\ndel block\nkept = 'state'")
               .status == ci::ExecutionStatus::kSuccess);
   const auto began = std::chrono::steady_clock::now();
@@ -164,7 +167,25 @@ TEST_CASE("a copy that would take the runtime past its memory cap ends contained
   } else {
     // The copy fitted: every byte is there, in the same runtime.
     CHECK(value_of(after) == "True");
-    CHECK(eval(*sb, "sum(os.path.getsize('/files/big2/%d/f.bin' % i) for i in range(32))") == "335544320");
+    CHECK(eval(*sb, "sum(os.path.getsize('/files/big2/%d/f.bin' % i) for i in range(24))") == "251658240");
   }
+  security::require_alive(*sb);
+}
+
+TEST_CASE("exists on a runtime killed from outside throws unavailable, never reads the lost file as absent", "[fs]") {
+  auto sb = fresh();
+  sb->write_file("/files/kept.txt", "x");
+  REQUIRE(sb->exists("/files/kept.txt"));
+  REQUIRE(::kill(security::runtime_pid(), SIGKILL) == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  try {
+    const bool answer = sb->exists("/files/kept.txt");
+    FAIL("exists answered " << answer);
+  } catch (const ci::SandboxExecutionError& e) {
+    CHECK(e.stage() == ci::Stage::kDownload);
+    CHECK(e.kind() == ci::ErrorKind::kUnavailable);
+  }
+  // The next call has a fresh runtime, which truly has no such file.
+  CHECK_FALSE(sb->exists("/files/kept.txt"));
   security::require_alive(*sb);
 }
