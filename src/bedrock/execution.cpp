@@ -154,7 +154,7 @@ void BedrockAgentCoreSandbox::do_restart() {
                            detail::kDefaultExecuteTimeout, call->token());
   if (auto failed = impl_->failure_of(inv, code, "restart")) {
     throw SandboxExecutionError("restart failed: " + failed->error, Stage::kExecute,
-                                detail::error_kind_of(failed->status));
+                                detail::error_kind_of(*failed));
   }
   if (!inv.succeeded())
     throw SandboxExecutionError("restart failed: the service answered the clearContext call with an error",

@@ -159,7 +159,7 @@ nlohmann::json run_python_for_json(CodeInterpreterSandbox& sb, std::string_view 
   if (r.status != ExecutionStatus::kSuccess) {
     std::string message = std::string(what) + ": the code did not succeed (" + std::string(to_string(r.status)) + ")";
     if (!r.error.empty()) message += ": " + r.error;
-    throw SandboxExecutionError(std::move(message), stage, error_kind_of(r.status));
+    throw SandboxExecutionError(std::move(message), stage, error_kind_of(r));
   }
   auto malformed = [&](const std::string& why) {
     return SandboxExecutionError(std::string(what) + ": " + why, stage, ErrorKind::kInternal);

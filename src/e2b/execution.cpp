@@ -253,7 +253,7 @@ void E2BSandbox::do_restart() {
   if (set.status != ExecutionStatus::kSuccess)
     throw SandboxExecutionError("restart: marking the default context failed (" + std::string(to_string(set.status)) +
                                     "): " + set.error,
-                                Stage::kExecute, detail::error_kind_of(set.status));
+                                Stage::kExecute, detail::error_kind_of(set));
   for (const auto& context : list_contexts()) {
     if (context.language != language) continue;
     const auto probe =

@@ -217,7 +217,7 @@ void E2BSandbox::do_copy(std::string_view from, std::string_view to) {
     std::string said = impl_->stub.untrusted_text(r.stderr_text.empty() ? r.error : r.stderr_text);
     while (!said.empty() && said.back() == '\n') said.pop_back();
     throw SandboxExecutionError("copy '" + std::string(from) + "' to '" + std::string(to) + "' failed: " + said,
-                                Stage::kUpload, detail::error_kind_of(r.status));
+                                Stage::kUpload, detail::error_kind_of(r));
   }
 }
 

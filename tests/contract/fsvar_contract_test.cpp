@@ -50,14 +50,10 @@ CONTRACT_SCENARIO("exists is true for a file and a directory and false for a mis
   CHECK_FALSE(h.sb().exists("ct/no-such-dir/missing.txt"));
 }
 
-// The kind each harness's exists throws for a fault: the transport's own verdict where the protocol call fails (E2B's
-// Stat), the kind of the failed executeCode where exists runs as Python (AgentCore, docs/errors.md "a call that
-// does not succeed throws with its status's kind").
-ci::ErrorKind exists_fault_kind(const E2BHarness&, Fault fault) {
+// The kind exists throws for each fault, alike where it is a protocol call (E2B's Stat) and where it runs as
+// Python (AgentCore; docs/errors.md: a call whose code never ran because of the service is kUnavailable).
+ci::ErrorKind exists_fault_kind(Fault fault) {
   return fault == Fault::kExistsMalformed ? ci::ErrorKind::kInternal : ci::ErrorKind::kUnavailable;
-}
-ci::ErrorKind exists_fault_kind(const BedrockHarness&, Fault fault) {
-  return fault == Fault::kExistsMalformed ? ci::ErrorKind::kInternal : ci::ErrorKind::kInternal;
 }
 
 CONTRACT_SERVER_SCENARIO("exists throws on a 5xx a gone sandbox or a malformed answer and never reads it as absent",
@@ -68,7 +64,7 @@ CONTRACT_SERVER_SCENARIO("exists throws on a 5xx a gone sandbox or a malformed a
     h.sb().write_file("ct/ex/a.txt", "abc");
     h.inject(fault);
     const auto message = check_execution_error([&] { (void)h.sb().exists("ct/ex/missing.txt"); },
-                                               ci::Stage::kDownload, exists_fault_kind(h, fault));
+                                               ci::Stage::kDownload, exists_fault_kind(fault));
     CHECK(message.rfind("exists", 0) == 0);
   }
 }
