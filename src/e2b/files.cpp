@@ -183,6 +183,10 @@ bool E2BSandbox::do_exists(std::string_view path) {
                               Stage::kDownload, http::error_kind(ex)),
         http::to_transport_error(ex, "exists", said));
   }
+  if (ex.ok() && ex.response.status == 404)  // a 404 without envd's error: not an answer about the path either
+    detail::throw_nested(SandboxExecutionError("exists: the sandbox answered HTTP 404 without envd's not_found error",
+                                               Stage::kDownload, ErrorKind::kInternal),
+                         http::to_transport_error(ex, "exists", impl_->stub.service_text(ex.response.body)));
   impl_->throw_file_error(ex, Stage::kDownload, "exists");
 }
 

@@ -173,10 +173,9 @@ TEST_CASE("values of the wrong type or range are refused by key, never quoting t
   for (const char* value : {"0", "3601", "1.5", "-1", "\"50\""})
     check_refused(std::string(R"({"backend": "e2b", "e2b": {"process_keepalive_seconds": )") + value + "}}",
                   ErrorKind::kInvalidArgument, "configuration: 'e2b.process_keepalive_seconds' " + keepalive_range);
-  CHECK(sandbox_config_from_json(R"({"e2b": {"process_keepalive_seconds": 3600}})").e2b.process_keepalive ==
-        std::chrono::hours(1));
-  CHECK(sandbox_config_from_json(R"({"e2b": {"process_keepalive_seconds": 1}})").e2b.process_keepalive ==
-        std::chrono::seconds(1));
+  const auto keepalive = [](const char* json) { return sandbox_config_from_json(json).e2b.process_keepalive; };
+  CHECK(keepalive(R"({"backend": "e2b", "e2b": {"process_keepalive_seconds": 3600}})") == std::chrono::hours(1));
+  CHECK(keepalive(R"({"backend": "e2b", "e2b": {"process_keepalive_seconds": 1}})") == std::chrono::seconds(1));
   check_refused(R"({"create_timeout_ms": 2592000001})", ErrorKind::kInvalidArgument,
                 "configuration: 'create_timeout_ms' " + ms_range);
   CHECK(sandbox_config_from_json(R"({"create_timeout_ms": 2592000000})").create_timeout ==
