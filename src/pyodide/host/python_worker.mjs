@@ -516,7 +516,17 @@ function copyTree(FS, from, to) {
     const [src, dst] = pending.pop();
     const st = FS.lstat(src);
     if (FS.isDir(st.mode)) {
-      FS.mkdirTree(dst);
+      // One mkdir per directory (its parent was made before it): mkdirTree would walk the whole path again for each,
+      // cubic in the depth. The top one may exist already (a copy into an existing directory merges).
+      if (dst === to) {
+        FS.mkdirTree(dst);
+      } else {
+        try {
+          FS.mkdir(dst);
+        } catch (e) {
+          if (errnoName(e) !== "EEXIST" || !FS.isDir(FS.stat(dst).mode)) throw e;
+        }
+      }
       for (const name of FS.readdir(src)) if (name !== "." && name !== "..") pending.push([`${src}/${name}`, `${dst}/${name}`]);
     } else if (FS.isLink(st.mode)) {
       FS.symlink(FS.readlink(src), dst);
