@@ -199,7 +199,9 @@ struct ExecuteOptions {
   /// Called with one line at a time, including its "\n" (the last partial line without); lines longer than
   /// 64 KiB come in 64 KiB pieces; on Pyodide a partial line the code flushed and did not finish within 50 ms comes
   /// as a piece without "\n", the rest of the line after it (docs/errors.md "Output"). Runs on the calling thread.
-  /// Must not call back into the same sandbox.
+  /// Must not call back into the same sandbox. A callback that throws is caught: both callbacks go silent, the code
+  /// is stopped where it still runs, and the call returns kUnknown with FailureDetail `callback.exception`
+  /// (docs/errors.md "Output"); the exception never reaches the caller.
   std::function<void(std::string_view)> on_stdout;
   std::function<void(std::string_view)> on_stderr;
   std::map<std::string, std::string> env;  ///< environment variables for this call only

@@ -4,6 +4,11 @@
 // "error", "exit_code", "duration_ms" (integer or null), "failure": {"exception_type", "retry_safe"} or null,
 // "code_error": {"name", "value", "traceback"} or null, "results": [{"data": {mime: content}, "is_main_result"}],
 // "timeout_kind": "execution"|"request"|"sandbox_lost" or null, "state_lost", "truncated"}.
+//
+// FileInfo's JSON object: {"name" (string), "path" (string), "is_directory" (bool), "size" (bytes, an unsigned
+// integer)}, and, only when the FileInfo has them, "type" ("file"|"directory"|"symlink"|"other"), "modified_ms" (the
+// modification time in milliseconds since the Unix epoch, an integer) and "permissions" (the permission bits,
+// mode & 07777, as a decimal number: 420 for 0644). An absent member reads back as nullopt.
 // from_json accepts exactly what to_json writes and throws nlohmann::json::exception on anything else.
 #pragma once
 

@@ -153,10 +153,8 @@ void BedrockAgentCoreSandbox::do_restart() {
                            {{"code", code}, {"language", "python"}, {"clearContext", true}},
                            detail::kDefaultExecuteTimeout, call->token());
   if (auto failed = impl_->failure_of(inv, code, "restart")) {
-    const ErrorKind kind = failed->status == ExecutionStatus::kTimeout   ? ErrorKind::kTimeout
-                           : failed->status == ExecutionStatus::kUnknown ? ErrorKind::kUnknown
-                                                                         : ErrorKind::kInternal;
-    throw SandboxExecutionError("restart failed: " + failed->error, Stage::kExecute, kind);
+    throw SandboxExecutionError("restart failed: " + failed->error, Stage::kExecute,
+                                detail::error_kind_of(*failed));
   }
   if (!inv.succeeded())
     throw SandboxExecutionError("restart failed: the service answered the clearContext call with an error",

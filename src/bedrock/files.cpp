@@ -217,28 +217,11 @@ FileInfo BedrockAgentCoreSandbox::do_get_info(std::string_view path) {
       "        text = json.dumps({'type': kind, 'size': 0 if kind == 'directory' else st.st_size,\n"
       "                           'mtime_ms': st.st_mtime_ns // 1000000, 'mode': stat.S_IMODE(st.st_mode)})\n",
       Stage::kDownload);
-  const auto type = answer.find("type");
-  const auto size = answer.find("size");
-  const auto mtime = answer.find("mtime_ms");
-  const auto mode = answer.find("mode");
-  if (type == answer.end() || !type->is_string() || size == answer.end() || !size->is_number_unsigned() ||
-      mtime == answer.end() || !mtime->is_number_integer() || mode == answer.end() || !mode->is_number_unsigned())
+  auto info = detail::file_info_from_stat(path, answer);
+  if (!info)
     throw SandboxExecutionError("get_info: the framed answer is not the JSON object asked for", Stage::kDownload,
                                 ErrorKind::kInternal);
-  FileInfo info;
-  std::string_view trimmed = path;
-  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.remove_suffix(1);
-  const auto slash = trimmed.find_last_of('/');
-  info.name = std::string(slash == std::string_view::npos ? trimmed : trimmed.substr(slash + 1));
-  info.path = std::string(path);
-  const auto& t = type->get_ref<const std::string&>();
-  info.type = t == "file" ? FileType::kFile : t == "directory" ? FileType::kDirectory
-              : t == "symlink" ? FileType::kSymlink : FileType::kOther;
-  info.is_directory = info.type == FileType::kDirectory;
-  info.size = size->get<std::uint64_t>();
-  info.modified = std::chrono::system_clock::time_point(std::chrono::milliseconds(mtime->get<std::int64_t>()));
-  info.permissions = static_cast<std::uint32_t>(mode->get<std::uint64_t>() & 07777);
-  return info;
+  return std::move(*info);
 }
 
 // The first lines of copy and move: the source must exist, the destination's parents are made.

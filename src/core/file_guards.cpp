@@ -1,6 +1,7 @@
 #include "core/file_guards.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include "code_interpreter/logging.hpp"
 
@@ -13,6 +14,33 @@ std::string over_cap_message(std::string_view op, std::string_view path, std::ui
 
 SandboxExecutionError over_cap_error(std::string_view path, std::uint64_t cap) {
   return SandboxExecutionError(over_cap_message("read_file", path, cap), Stage::kDownload, ErrorKind::kQuotaExceeded);
+}
+
+std::optional<FileInfo> file_info_from_stat(std::string_view path, const nlohmann::json& stat) {
+  if (!stat.is_object()) return std::nullopt;
+  const auto type = stat.find("type");
+  const auto size = stat.find("size");
+  const auto mtime = stat.find("mtime_ms");
+  const auto mode = stat.find("mode");
+  if (type == stat.end() || !type->is_string() || size == stat.end() || !size->is_number_unsigned() ||
+      mtime == stat.end() || !mtime->is_number_integer() || mode == stat.end() || !mode->is_number_unsigned())
+    return std::nullopt;
+  FileInfo info;
+  std::string_view trimmed = path;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.remove_suffix(1);
+  const auto slash = trimmed.find_last_of('/');
+  info.name = std::string(slash == std::string_view::npos ? trimmed : trimmed.substr(slash + 1));
+  info.path = std::string(path);
+  const auto& t = type->get_ref<const std::string&>();
+  info.type = t == "file"        ? FileType::kFile
+              : t == "directory" ? FileType::kDirectory
+              : t == "symlink"   ? FileType::kSymlink
+                                 : FileType::kOther;
+  info.is_directory = info.type == FileType::kDirectory;
+  info.size = size->get<std::uint64_t>();
+  info.modified = std::chrono::system_clock::time_point(std::chrono::milliseconds(mtime->get<std::int64_t>()));
+  info.permissions = static_cast<std::uint32_t>(mode->get<std::uint64_t>() & 07777);
+  return info;
 }
 
 void warn_over_cap(std::string_view op, std::string_view path, std::uint64_t cap) {

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "code_interpreter/errors.hpp"
 #include "code_interpreter/execution.hpp"
 
@@ -57,6 +59,13 @@ bool valid_entry_name(std::string_view name) noexcept;
 /// Whether a listing entry's `path`, when the backend sent one, is `dir` + '/' + `name`: `dir` with its trailing
 /// slashes removed (kept for "/"); a relative `dir` may come back made absolute, so then only the tail must match.
 bool entry_path_matches(std::string_view dir, std::string_view name, std::string_view path);
+
+/// The FileInfo of `path` from the stat answer a sandbox sent (Pyodide's runtime, or the Python AgentCore runs):
+/// an object with "type" ("file", "directory", "symlink"; any other string is kOther), "size" (bytes, unsigned),
+/// "mtime_ms" (milliseconds since the Unix epoch, an integer) and "mode" (unsigned; its permission bits, & 07777,
+/// are kept). `name` is the last component of `path` (trailing slashes ignored), `path` is `path` as given.
+/// @return nullopt when `stat` is not such an object: the caller throws its own protocol error.
+std::optional<FileInfo> file_info_from_stat(std::string_view path, const nlohmann::json& stat);
 
 /// Drops the entries of a `dir` listing that fail the checks above, logging one warning with the count.
 /// @return how many were dropped.

@@ -52,6 +52,17 @@ void mark_callback_threw(ExecutionResult& r, std::string_view thrown) {
   r.code_error.reset();
 }
 
+ErrorKind error_kind_of(const ExecutionResult& r) noexcept {
+  switch (r.status) {
+    case ExecutionStatus::kTimeout: return ErrorKind::kTimeout;
+    case ExecutionStatus::kUnknown: return ErrorKind::kUnknown;
+    case ExecutionStatus::kSuccess: return ErrorKind::kInternal;
+    case ExecutionStatus::kError: break;
+  }
+  if (r.code_error || !r.failure) return ErrorKind::kInternal;
+  return r.failure->exception_type == "cancelled" ? ErrorKind::kUnknown : ErrorKind::kUnavailable;
+}
+
 void terminate_on_destruction(const std::function<void()>& terminate, std::string_view backend, std::string_view noun,
                               std::string_view id, std::string_view verb) noexcept {
   try {

@@ -37,6 +37,13 @@ SandboxStartError install_packages_error(const ExecutionResult& result, const st
 /// gives `thrown`, is detail::deliver_guarded (core/callback_guard.hpp).
 void mark_callback_threw(ExecutionResult& r, std::string_view thrown);
 
+/// The ErrorKind an operation throws when the execute_code (or execute_command) it rode on ended in `r` instead of
+/// success (docs/errors.md "Filesystem, interrupt, restart and variables"): kTimeout for kTimeout, kUnknown for
+/// kUnknown (the call's fate is not known); for kError, kUnavailable when the code provably never ran because of the
+/// sandbox or its service (a FailureDetail other than "cancelled": refused, unreachable, gone), kUnknown when it
+/// was cancelled before it ran, else kInternal (the operation's code failed, or a local refusal).
+ErrorKind error_kind_of(const ExecutionResult& r) noexcept;
+
 /// What a backend's destructor does for a sandbox the caller did not terminate: `terminate()` (no timeout), and a
 /// warning instead of an exception when it fails — "<backend>: <noun> <id> could not be <verb> on destruction".
 void terminate_on_destruction(const std::function<void()>& terminate, std::string_view backend, std::string_view noun,

@@ -16,7 +16,7 @@ namespace code_interpreter::detail {
 /// parsed as untrusted (parse_untrusted_json). The function is defined and deleted in the interpreter's globals, as
 /// `_code_interpreter_call`.
 /// @return the answer, a JSON object.
-/// @throws SandboxExecutionError at `stage`: the call's kind (kTimeout, kUnknown; kInternal for kError) when the code
+/// @throws SandboxExecutionError at `stage`: the call's kind (detail::error_kind_of, core/outcome.hpp) when the code
 ///         did not succeed; kInternal when no framed JSON object came back (the message names the output cap when
 ///         the output was cut there). Messages begin with `what`.
 nlohmann::json run_python_for_json(CodeInterpreterSandbox& sb, std::string_view what, const nlohmann::json& args,

@@ -1,5 +1,6 @@
 #include "code_interpreter/sandbox.hpp"
 
+#include <exception>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -200,7 +201,12 @@ void CodeInterpreterSandbox::write_file(std::string_view path, std::string_view 
     try {
       is_dir = do_get_info(parent).is_directory;
     } catch (const SandboxExecutionError& e) {
-      if (e.kind() != ErrorKind::kNotFound) throw;
+      // The check is part of the write: any other failure (a refusal where file_info is not supported, a transport
+      // failure) is the write's, at its stage, with the check's error nested.
+      if (e.kind() != ErrorKind::kNotFound)
+        std::throw_with_nested(SandboxExecutionError(
+            "write_file '" + text + "': checking the parent directory '" + parent + "' failed: " + e.what(),
+            Stage::kUpload, e.kind()));
     }
     if (!is_dir) {
       throw SandboxExecutionError("write_file '" + text + "': the parent directory '" + parent +

@@ -4,11 +4,14 @@
 // answer comes back as base64 of JSON between markers holding a fresh nonce, parsed as untrusted.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "code_interpreter/sandbox.hpp"
 #include "core/base64.hpp"
+#include "core/outcome.hpp"
 #include "core/python_call.hpp"
 #include "core/random_id.hpp"
 #include "core/untrusted.hpp"
@@ -51,18 +54,26 @@ void require_python(const CodeInterpreterSandbox& sb, std::string_view what) {
                                 Stage::kExecute, ErrorKind::kUnsupported);
 }
 
-ErrorKind kind_of(const ExecutionResult& r) {
-  switch (r.status) {
-    case ExecutionStatus::kTimeout: return ErrorKind::kTimeout;
-    case ExecutionStatus::kUnknown: return ErrorKind::kUnknown;
-    default: return ErrorKind::kInternal;
+// Whether `value` holds a floating-point NaN or infinity anywhere. Iterative: a caller's value may nest deeply.
+bool has_non_finite(const json& value) {
+  std::vector<const json*> pending{&value};
+  while (!pending.empty()) {
+    const json* v = pending.back();
+    pending.pop_back();
+    if (v->is_number_float() && !std::isfinite(v->get<double>())) return true;
+    if (v->is_structured())
+      for (const auto& child : *v) pending.push_back(&child);
   }
+  return false;
 }
 
 }  // namespace
 
 void CodeInterpreterSandbox::set_variable(std::string_view name, const nlohmann::json& value) {
   check_variable_name(name);
+  // JSON has no NaN or Infinity: dump() would write null, and the variable would silently become None.
+  if (has_non_finite(value))
+    throw std::invalid_argument("set_variable: the value is not serialisable as JSON: it holds a NaN or an infinity");
   std::string text;
   try {
     text = value.dump();
@@ -95,7 +106,22 @@ nlohmann::json CodeInterpreterSandbox::get_variable_by_code(std::string_view nam
                                             "        text = '{\"missing\": true}'\n"
                                             "    else:\n"
                                             "        try:\n"
-                                            "            text = '{\"value\": ' + json.dumps(g[args['name']], allow_nan=False) + '}'\n"
+                                            "            value = g[args['name']]\n"
+                                            "            dumped = json.dumps(value, allow_nan=False)\n"
+                                            // The reader holds integers in 64 bits: one outside is refused here,
+                                            // never read back rounded into a double (or, past 1e308, not at all).
+                                            "            stack = [value]\n"
+                                            "            while stack:\n"
+                                            "                v = stack.pop()\n"
+                                            "                if isinstance(v, int) and not -2**63 <= v < 2**64:\n"
+                                            "                    digits = str(v)\n"
+                                            "                    raise ValueError('integer out of the 64-bit range JSON numbers are read in: ' +\n"
+                                            "                                     (digits if len(digits) <= 40 else digits[:40] + '... (' + str(len(digits)) + ' digits)'))\n"
+                                            "                if isinstance(v, dict):\n"
+                                            "                    stack.extend(v.values())\n"
+                                            "                elif isinstance(v, (list, tuple)):\n"
+                                            "                    stack.extend(v)\n"
+                                            "            text = '{\"value\": ' + dumped + '}'\n"
                                             "        except Exception as e:\n"
                                             "            text = json.dumps({'error': type(e).__name__ + ': ' + str(e)})\n",
                                             Stage::kExecute);
@@ -133,7 +159,7 @@ nlohmann::json run_python_for_json(CodeInterpreterSandbox& sb, std::string_view 
   if (r.status != ExecutionStatus::kSuccess) {
     std::string message = std::string(what) + ": the code did not succeed (" + std::string(to_string(r.status)) + ")";
     if (!r.error.empty()) message += ": " + r.error;
-    throw SandboxExecutionError(std::move(message), stage, kind_of(r));
+    throw SandboxExecutionError(std::move(message), stage, error_kind_of(r));
   }
   auto malformed = [&](const std::string& why) {
     return SandboxExecutionError(std::string(what) + ": " + why, stage, ErrorKind::kInternal);

@@ -4,6 +4,7 @@
 
 #include "core/defaults.hpp"
 #include "core/outcome.hpp"
+#include "core/random_id.hpp"
 #include "core/untrusted.hpp"
 #include "e2b/e2b_impl.hpp"
 
@@ -237,17 +238,34 @@ void E2BSandbox::do_interrupt() {
 }
 
 void E2BSandbox::do_restart() {
-  // execute_code runs in the code interpreter's default context of the sandbox's language: the first of that
-  // language the interpreter lists (it creates its defaults at start, before any other).
+  // execute_code runs in the code interpreter's default context of the sandbox's language, which GET /contexts does
+  // not mark: it lists every context (the defaults, and any create_context made) with no promise of order
+  // (docs/protocols/e2b.md "Code interpreter"). So the default is found by what it holds: execute_code sets a global
+  // to a fresh nonce, and the context of that language whose globals hold it is the one restarted. Contexts are
+  // asked in the listed order and the search stops at the first that answers; each probe waits behind a call
+  // running in that context.
   const std::string language(to_string(impl_->language));
+  if (impl_->language != Language::kPython)
+    throw SandboxExecutionError("restart: the default context is found by Python code; this sandbox runs " + language,
+                                Stage::kExecute, ErrorKind::kUnsupported);
+  const std::string nonce = detail::random_hex(16);
+  const auto set = execute_code("_code_interpreter_default_context = '" + nonce + "'");
+  if (set.status != ExecutionStatus::kSuccess)
+    throw SandboxExecutionError("restart: marking the default context failed (" + std::string(to_string(set.status)) +
+                                    "): " + set.error,
+                                Stage::kExecute, detail::error_kind_of(set));
   for (const auto& context : list_contexts()) {
-    if (context.language == language) {
+    if (context.language != language) continue;
+    const auto probe =
+        execute_in_context(context.id, "print(globals().get('_code_interpreter_default_context'), end='')");
+    if (probe.status == ExecutionStatus::kSuccess && probe.stdout_text == nonce) {
       restart_context(context.id);
       return;
     }
   }
-  throw SandboxExecutionError("restart: the code interpreter lists no " + language + " context", Stage::kExecute,
-                              ErrorKind::kNotFound);
+  throw SandboxExecutionError("restart: no " + language +
+                                  " context the code interpreter lists is the one execute_code runs in",
+                              Stage::kExecute, ErrorKind::kNotFound);
 }
 
 void E2BSandbox::do_set_variable(std::string_view name, const std::string& value_json) {

@@ -2,6 +2,7 @@
 // filesystem service over unary Connect calls for the rest.
 #include "core/file_guards.hpp"
 #include "core/nested.hpp"
+#include "core/outcome.hpp"
 #include "core/temporary_file.hpp"
 #include "core/untrusted.hpp"
 #include "e2b/e2b_impl.hpp"
@@ -166,10 +167,26 @@ bool E2BSandbox::do_exists(std::string_view path) {
     if (answer.is_object() && answer.contains("entry") && answer["entry"].is_object()) return true;
     throw SandboxExecutionError("exists: the sandbox answered with malformed JSON", Stage::kDownload, ErrorKind::kInternal);
   }
-  // Only envd's own not_found says "absent"; a transport failure, a gone sandbox or another error throws.
-  if (ex.ok() && !e2b::is_gone_answer(ex.response.status, ex.response.body) &&
-      e2b::connect_error_code(ex.response.body) == std::optional<std::string>("not_found"))
-    return false;
+  // Only envd's own answer for a missing path says "absent": Stat's Connect error not_found, which Connect sends
+  // with status 404 (docs/protocols/e2b.md "Connect calls and their JSON"). A body that says not_found under any
+  // other status (a proxy's, a 5xx) is not that answer: it throws, as a transport failure or a gone sandbox does.
+  const bool says_not_found =
+      ex.ok() && e2b::connect_error_code(ex.response.body) == std::optional<std::string>("not_found");
+  if (says_not_found && ex.response.status == 404) return false;
+  if (says_not_found && !e2b::is_gone_answer(ex.response.status, ex.response.body)) {
+    // Not envd's answer, so not "absent" either: the status decides the kind (a 5xx is kUnavailable), never the
+    // body's not_found, which a caller could take for a missing path.
+    const std::string said = impl_->stub.service_text(ex.response.body);
+    detail::throw_nested(
+        SandboxExecutionError("exists failed: HTTP " + std::to_string(ex.response.status) + " with a not_found body (" +
+                                  said + "), which is not envd's answer for a missing path",
+                              Stage::kDownload, http::error_kind(ex)),
+        http::to_transport_error(ex, "exists", said));
+  }
+  if (ex.ok() && ex.response.status == 404)  // a 404 without envd's error: not an answer about the path either
+    detail::throw_nested(SandboxExecutionError("exists: the sandbox answered HTTP 404 without envd's not_found error",
+                                               Stage::kDownload, ErrorKind::kInternal),
+                         http::to_transport_error(ex, "exists", impl_->stub.service_text(ex.response.body)));
   impl_->throw_file_error(ex, Stage::kDownload, "exists");
 }
 
@@ -200,13 +217,11 @@ void E2BSandbox::do_copy(std::string_view from, std::string_view to) {
       "else cp -a -T -- \"$CI_COPY_FROM\" \"$CI_COPY_TO\"; fi",
       options);
   if (r.status != ExecutionStatus::kSuccess) {
-    const ErrorKind kind = r.status == ExecutionStatus::kTimeout   ? ErrorKind::kTimeout
-                           : r.status == ExecutionStatus::kUnknown ? ErrorKind::kUnknown
-                                                                   : ErrorKind::kInternal;
-    std::string said = r.stderr_text.empty() ? r.error : r.stderr_text;
+    // cp's stderr is the sandbox's text: our secrets taken out, bounded and made valid UTF-8 like any service text.
+    std::string said = impl_->stub.untrusted_text(r.stderr_text.empty() ? r.error : r.stderr_text);
     while (!said.empty() && said.back() == '\n') said.pop_back();
     throw SandboxExecutionError("copy '" + std::string(from) + "' to '" + std::string(to) + "' failed: " + said,
-                                Stage::kUpload, kind);
+                                Stage::kUpload, detail::error_kind_of(r));
   }
 }
 

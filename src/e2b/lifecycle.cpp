@@ -228,7 +228,7 @@ Capabilities detail::e2b_capabilities(const E2BOptions& options) {
   c.processes = c.process_stdin = c.process_connect = c.process_list = c.process_signals = true;
   c.file_info = c.file_move = c.file_copy = true;
   c.interrupt_call = true;  // by closing the stream: the kernel is interrupted and keeps its state
-  c.restart = true;
+  c.restart = options.language == Language::kPython;  // the default context is found by Python code (do_restart)
   c.variables = options.language == Language::kPython;
   return c;
 }

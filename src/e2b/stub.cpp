@@ -32,8 +32,17 @@ std::string without_trailing_slash(std::string url) {
 
 bool is_http_url(std::string_view url) { return url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0; }
 
-// The service's own words from an error body: `message` of a JSON body, else the text itself; each secret
-// replaced (before the cut, so no piece of one survives), bounded and made valid UTF-8, since the body is untrusted.
+// `text` with each secret replaced (before the cut, so no piece of one survives), bounded to 300 bytes and made valid
+// UTF-8, since it is untrusted.
+std::string clean_text(std::string text, std::initializer_list<std::string_view> secrets) {
+  detail::redact(text, secrets);
+  if (text.size() > 300) text = text.substr(0, detail::utf8_safe_cut(text, 300)) + "...";
+  std::string clean;
+  detail::append_utf8_replacing(clean, text);
+  return clean;
+}
+
+// The service's own words from an error body: `message` of a JSON body, else the text itself, cleaned.
 std::string service_message(std::string_view body, std::initializer_list<std::string_view> secrets) {
   std::string text(body);
   const json parsed = detail::parse_untrusted_json(body);
@@ -42,11 +51,7 @@ std::string service_message(std::string_view body, std::initializer_list<std::st
   } else if (parsed.is_string()) {
     text = parsed.get<std::string>();
   }
-  detail::redact(text, secrets);
-  if (text.size() > 300) text = text.substr(0, detail::utf8_safe_cut(text, 300)) + "...";
-  std::string clean;
-  detail::append_utf8_replacing(clean, text);
-  return clean;
+  return clean_text(std::move(text), secrets);
 }
 
 }  // namespace
@@ -142,6 +147,10 @@ E2BStub::E2BStub(E2BOptions opts) : options(std::move(opts)) {
 }
 
 std::string E2BStub::service_text(std::string_view body) const { return service_message(body, {api_key_, access_token}); }
+
+std::string E2BStub::untrusted_text(std::string_view text) const {
+  return clean_text(std::string(text), {api_key_, access_token});
+}
 
 // ---- requests ----
 

@@ -60,6 +60,9 @@ class E2BStub {
   /// echo the API key or the envd token it was sent (docs/backends/e2b.md "Secrets": secrets never reach an error
   /// or a result). Bounded and valid UTF-8.
   [[nodiscard]] std::string service_text(std::string_view body) const;
+  /// Text the sandbox produced (a command's stderr quoted in an error), cleaned as service_text cleans a message:
+  /// our secrets replaced with "[redacted]", bounded to 300 bytes, valid UTF-8.
+  [[nodiscard]] std::string untrusted_text(std::string_view text) const;
 
   // ---- requests: each stamped with its operation of the idempotency table (src/http/idempotency.hpp) ----
 

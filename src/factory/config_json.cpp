@@ -182,7 +182,12 @@ void read_e2b(const json& section, E2BOptions& o) {
     else if (k == "max_output_bytes") o.max_output_bytes = size_of(v, key);
     else if (k == "max_line_bytes") o.max_line_bytes = size_of(v, key);
     else if (k == "max_download_bytes") o.max_download_bytes = count_of(v, key);
-    else if (k == "api_key")  // a secret belongs in E2B_API_KEY, not in a file that is copied and shown around
+    else if (k == "process_keepalive_seconds") {
+      // The range E2BOptions accepts (checked again when the sandbox is made): the interval envd is asked to ping at.
+      if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 || v.get<std::uint64_t>() > 3600)
+        wrong_type(key, "a whole number of seconds from 1 to 3600 (1 hour)");
+      o.process_keepalive = std::chrono::seconds(v.get<std::uint64_t>());
+    } else if (k == "api_key")  // a secret belongs in E2B_API_KEY, not in a file that is copied and shown around
       configuration_error(ErrorKind::kInvalidArgument, "'e2b.api_key' is not read from a configuration: set E2B_API_KEY");
     else unknown_key(key);
   }

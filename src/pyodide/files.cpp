@@ -199,13 +199,6 @@ namespace code_interpreter {
 
 namespace {
 
-// The last component of `path` (trailing slashes ignored), as a listing names it.
-std::string base_name(std::string_view path) {
-  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
-  const auto slash = path.find_last_of('/');
-  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
-}
-
 // copy or move: a request with a source and a destination whose answer carries nothing but success.
 std::optional<FileError> two_path_request(detail::PyodideHost& host, const char* op, std::string_view from,
                                           std::string_view to) {
@@ -238,31 +231,14 @@ FileInfo PyodideSandbox::do_get_info(std::string_view path) {
   const auto& f = std::get<Frame>(answer);
   if (auto e = detail::fs_answer_error(f, "get_info", path)) detail::throw_file_error(*e, Stage::kDownload);
   // The host rebuilt "info" from known fields only (host.mjs); its absence breaks the protocol.
-  const json* fields[4] = {};
-  if (const auto it = f.header.find("info"); it != f.header.end() && it->is_object()) {
-    const char* names[4] = {"type", "size", "mtime_ms", "mode"};
-    for (int k = 0; k < 4; ++k)
-      if (const auto field = it->find(names[k]); field != it->end()) fields[k] = &*field;
-  }
-  if (!fields[0] || !fields[0]->is_string() || !fields[1] || !fields[1]->is_number_unsigned() || !fields[2] ||
-      !fields[2]->is_number_integer() || !fields[3] || !fields[3]->is_number_unsigned()) {
+  const auto it = f.header.find("info");
+  auto info = it == f.header.end() ? std::nullopt : detail::file_info_from_stat(path, *it);
+  if (!info) {
     impl_->host.respawn();
     throw SandboxExecutionError("malformed get_info answer from the Pyodide runtime; the runtime was restarted",
                                 Stage::kDownload, ErrorKind::kInternal);
   }
-  const auto type_name = fields[0]->get<std::string>();
-  FileInfo info;
-  info.name = base_name(path);
-  info.path = std::string(path);
-  info.type = type_name == "file"        ? FileType::kFile
-              : type_name == "directory" ? FileType::kDirectory
-              : type_name == "symlink"   ? FileType::kSymlink
-                                         : FileType::kOther;
-  info.is_directory = info.type == FileType::kDirectory;
-  info.size = fields[1]->get<std::uint64_t>();
-  info.modified = std::chrono::system_clock::time_point(std::chrono::milliseconds(fields[2]->get<std::int64_t>()));
-  info.permissions = static_cast<std::uint32_t>(fields[3]->get<std::uint64_t>() & 07777);
-  return info;
+  return std::move(*info);
 }
 
 void PyodideSandbox::do_copy(std::string_view from, std::string_view to) {

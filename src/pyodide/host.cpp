@@ -334,9 +334,17 @@ std::variant<Frame, FileError> PyodideHost::file_request(json header, std::strin
         }
         break;
       case FrameWait::kEof: {
-        const auto message = p->death_description();
+        // The request itself may have taken the runtime past its memory cap (a copy of a large tree): that is the
+        // cap's refusal, as execute_code reports it, not an unavailable sandbox.
+        const bool memory = p->died_of_memory();
+        auto message = p->death_description();
         respawn();
-        return FileError{ErrorKind::kUnavailable, message, true};
+        if (memory)
+          return FileError{ErrorKind::kQuotaExceeded,
+                           "the runtime exceeded its memory limit of " + std::to_string(config.memory_limit_bytes >> 20) +
+                               " MiB; a fresh runtime was started and its files and state are lost",
+                           true};
+        return FileError{ErrorKind::kUnavailable, std::move(message), true};
       }
       case FrameWait::kMalformed:
         respawn();
@@ -360,6 +368,10 @@ std::optional<FileError> fs_answer_error(const Frame& f, std::string_view op, st
     kind = ErrorKind::kInvalidArgument, what = "already exists";
   } else if (code == "ENOTEMPTY") {
     kind = ErrorKind::kInvalidArgument, what = "directory not empty";
+  } else if (code == "EINVAL") {  // e.g. a copy or move of a directory into itself (python_worker.mjs)
+    kind = ErrorKind::kInvalidArgument, what = "invalid argument";
+  } else if (code == "ELOOP") {
+    kind = ErrorKind::kInvalidArgument, what = "too many levels of symbolic links";
   }
   return FileError{kind, std::string(op) + " '" + std::string(path) + "': " + what + " (" + code + ")"};
 }

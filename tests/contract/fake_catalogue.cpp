@@ -247,7 +247,10 @@ ExecutionResult FakeHarness::dispatch(std::string_view code, const ci::ExecuteOp
       case Fault::kSandboxGone: return never_ran("http.502", true);
       case Fault::kUploadRefused: return never_ran("http.507");
       case Fault::kReadUnavailable:
-      case Fault::kReadStall: break;
+      case Fault::kReadStall:
+      case Fault::kExistsUnavailable:  // FakeSandbox's exists is not scripted: CONTRACT_SERVER_SCENARIO only
+      case Fault::kExistsGone:
+      case Fault::kExistsMalformed: break;
     }
   }
   const auto it = catalogue_.find(code);

@@ -2,6 +2,9 @@
 // make_dirs, names that are not ASCII, interrupt, restart, set_variable and get_variable. What a backend cannot do is
 // read from capabilities(), and then its refusal is what is checked.
 #include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <thread>
 
 #include "checks.hpp"
@@ -45,6 +48,31 @@ CONTRACT_SCENARIO("exists is true for a file and a directory and false for a mis
   CHECK(h.sb().exists("ct/ex"));
   CHECK_FALSE(h.sb().exists("ct/ex/missing.txt"));
   CHECK_FALSE(h.sb().exists("ct/no-such-dir/missing.txt"));
+}
+
+// The kind exists throws for each fault, alike where it is a protocol call (E2B's Stat) and where it runs as
+// Python (AgentCore; docs/errors.md: a call whose code never ran because of the service is kUnavailable).
+ci::ErrorKind exists_fault_kind(Fault fault) {
+  return fault == Fault::kExistsMalformed ? ci::ErrorKind::kInternal : ci::ErrorKind::kUnavailable;
+}
+
+CONTRACT_SERVER_SCENARIO("exists throws on a 5xx a gone sandbox or a malformed answer and never reads it as absent",
+                         "[files][fsvar]") {
+  for (const auto fault : {Fault::kExistsUnavailable, Fault::kExistsGone, Fault::kExistsMalformed}) {
+    TestType h;
+    INFO("fault " << static_cast<int>(fault));
+    h.sb().write_file("ct/ex/a.txt", "abc");
+    h.inject(fault);
+    // A path that is there and one that is not: neither answer may be read from a failed exchange.
+    for (const char* path : {"ct/ex/missing.txt", "ct/ex/a.txt"}) {
+      INFO("path " << path);
+      const auto message =
+          check_execution_error([&] { (void)h.sb().exists(path); }, ci::Stage::kDownload, exists_fault_kind(fault));
+      CHECK(message.rfind("exists", 0) == 0);
+      if (fault == Fault::kExistsGone) break;  // the session is gone for good on AgentCore
+      h.inject(fault);  // AgentCore's is used up by one call
+    }
+  }
 }
 
 CONTRACT_SCENARIO("get_info of a file gives its type size and name", "[files][fsvar]") {
@@ -246,6 +274,47 @@ CONTRACT_INTERPRETER_SCENARIO("output the code printed before cannot stand for g
         json("<code-interpreter-answer 00>eyJ2YWx1ZSI6IDF9<code-interpreter-answer 00>"));
 }
 
+CONTRACT_SCENARIO("set_variable refuses a NaN or an infinity before anything runs, never sets None",
+                  "[variables][fsvar]") {
+  TestType h;
+  const std::string expected = "set_variable: the value is not serialisable as JSON: it holds a NaN or an infinity";
+  CHECK(check_invalid_argument([&] { h.sb().set_variable("ct_nan", std::nan("")); }) == expected);
+  CHECK(check_invalid_argument([&] {
+          h.sb().set_variable("ct_inf", json{{"deep", {1, {{"x", -std::numeric_limits<double>::infinity()}}}}});
+        }) == expected);
+  check_execution_error([&] { (void)h.sb().get_variable("ct_nan"); }, ci::Stage::kExecute, ci::ErrorKind::kNotFound);
+}
+
+CONTRACT_INTERPRETER_SCENARIO("integers at the ends of 64 bits round trip exactly and one past them is refused",
+                              "[variables][fsvar]") {
+  TestType h;
+  const json ends = {std::numeric_limits<std::uint64_t>::max(), std::numeric_limits<std::int64_t>::min(),
+                     std::uint64_t{9007199254740993}};
+  h.sb().set_variable("ct_ends", ends);
+  CHECK(h.sb().get_variable("ct_ends") == ends);
+  check_success(h.exec("print(ct_ends[0] == 2**64 - 1, ct_ends[1] == -2**63)"),
+                "print(ct_ends[0] == 2**64 - 1, ct_ends[1] == -2**63)", "True True\n");
+  REQUIRE(h.exec("ct_over = {'k': [2**64]}\nct_under = -2**63 - 1\nct_huge = 10**400\nct_inf = float('inf')").status ==
+          ci::ExecutionStatus::kSuccess);
+  const std::string prefix = "the value is not JSON-serialisable: ValueError: ";
+  CHECK(check_execution_error([&] { (void)h.sb().get_variable("ct_over"); }, ci::Stage::kExecute,
+                              ci::ErrorKind::kInvalidArgument) ==
+        "get_variable 'ct_over': " + prefix + "integer out of the 64-bit range JSON numbers are read in: "
+        "18446744073709551616");
+  CHECK(check_execution_error([&] { (void)h.sb().get_variable("ct_under"); }, ci::Stage::kExecute,
+                              ci::ErrorKind::kInvalidArgument) ==
+        "get_variable 'ct_under': " + prefix + "integer out of the 64-bit range JSON numbers are read in: "
+        "-9223372036854775809");
+  // 10**400 is a number JSON can write but no double can hold: refused as an argument, never kInternal.
+  CHECK(check_execution_error([&] { (void)h.sb().get_variable("ct_huge"); }, ci::Stage::kExecute,
+                              ci::ErrorKind::kInvalidArgument) ==
+        "get_variable 'ct_huge': " + prefix + "integer out of the 64-bit range JSON numbers are read in: "
+        "1000000000000000000000000000000000000000... (401 digits)");
+  CHECK(check_execution_error([&] { (void)h.sb().get_variable("ct_inf"); }, ci::Stage::kExecute,
+                              ci::ErrorKind::kInvalidArgument)
+            .rfind("get_variable 'ct_inf': " + prefix + "Out of range float values are not JSON compliant", 0) == 0);
+}
+
 // ---- restart ----
 
 CONTRACT_SCENARIO("restart drops the variables", "[restart][fsvar]") {
@@ -301,14 +370,29 @@ CONTRACT_INTERPRETER_SCENARIO("interrupt stops a running execute_code from anoth
   options.on_stdout = [&](std::string_view line) {
     if (line == "started\n") started = true;
   };
+  // Bounded everywhere, so a backend whose interrupt does not work fails here instead of hanging: the run's own
+  // timeout ends it, and the interrupter gives up waiting for it to start once it has returned or 30 s have passed.
+  options.timeout = std::chrono::seconds(40);
+  std::atomic<bool> returned{false};
   std::thread interrupter([&] {
-    while (!started) std::this_thread::sleep_for(10ms);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!started && !returned && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(10ms);
+    if (!started) return;
     std::this_thread::sleep_for(200ms);
     h.sb().interrupt();
   });
   const auto begun = std::chrono::steady_clock::now();
-  const auto r = h.exec("import time\nprint('started', flush=True)\nwhile True:\n    time.sleep(0.01)", options);
+  ci::ExecutionResult r;
+  try {
+    r = h.exec("import time\nprint('started', flush=True)\nwhile True:\n    time.sleep(0.01)", options);
+  } catch (...) {
+    returned = true;
+    interrupter.join();
+    throw;
+  }
+  returned = true;
   interrupter.join();
+  REQUIRE(started);
   CHECK(std::chrono::steady_clock::now() - begun < std::chrono::seconds(30));
   CHECK(r.stdout_text == "started\n");
   CHECK_FALSE(r.state_lost);
@@ -323,4 +407,34 @@ CONTRACT_INTERPRETER_SCENARIO("interrupt stops a running execute_code from anoth
     check_unknown(r, "cancelled");
   }
   check_success(h.exec(prog::kPrintZ), prog::kPrintZ, "kept\n");
+}
+
+// ---- process refusals ----
+
+CONTRACT_SCENARIO("a process call the capabilities declare unsupported refuses with command unsupported",
+                  "[processes][fsvar]") {
+  TestType h;
+  const auto c = h.sb().capabilities();
+  // A capability of one part of processes never stands without processes themselves.
+  if (!c.processes) {
+    CHECK_FALSE(c.process_stdin);
+    CHECK_FALSE(c.process_connect);
+    CHECK_FALSE(c.process_signals);
+    CHECK_FALSE(c.process_list);
+    CHECK(check_execution_error([&] { (void)h.sb().spawn("echo hi"); }, ci::Stage::kCommand,
+                                ci::ErrorKind::kUnsupported)
+              .find("spawn is not supported by ") == 0);
+  }
+  if (!c.process_list) {
+    CHECK(check_execution_error([&] { (void)h.sb().list_processes(); }, ci::Stage::kCommand,
+                                ci::ErrorKind::kUnsupported)
+              .find("list_processes is not supported by ") == 0);
+  } else {
+    CHECK_NOTHROW((void)h.sb().list_processes());
+  }
+  if (!c.process_connect) {
+    CHECK(check_execution_error([&] { (void)h.sb().connect_process("12"); }, ci::Stage::kCommand,
+                                ci::ErrorKind::kUnsupported)
+              .find("connect_process is not supported by ") == 0);
+  }
 }

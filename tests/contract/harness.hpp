@@ -49,6 +49,10 @@ enum class Fault {
   kUploadRefused,      ///< attachment uploads are refused with 507 (until clear_faults)
   kReadUnavailable,    ///< every file read answers 503 (until clear_faults)
   kReadStall,          ///< every file read is never answered (until clear_faults)
+  // exists (E2B: every filesystem Stat until clear_faults; AgentCore: the next executeCode, which runs it):
+  kExistsUnavailable,  ///< answered 503
+  kExistsGone,         ///< the sandbox (session) is gone
+  kExistsMalformed,    ///< an answer that is not the protocol's (E2B: a body that is not JSON; AgentCore: no framed answer)
 };
 
 class PyodideHarness {
@@ -115,6 +119,12 @@ class E2BHarness : public ServerHarness<ci::test::E2BServer, ci::E2BSandbox> {
       directive.update({{"surface", "envd"}, {"path", "/files"}, {"method", method}, {"count", -1}});
       server_.fault(directive);
     };
+    auto on_stat = [&](json directive) {
+      // Every attempt: a Stat is a read, which the client retries.
+      directive.update(
+          {{"surface", "envd"}, {"path", "/filesystem.Filesystem/Stat"}, {"method", "POST"}, {"count", -1}});
+      server_.fault(directive);
+    };
     switch (fault) {
       case Fault::kGateway502: on_execute({{"action", "status"}, {"status", 502}}); break;
       case Fault::kThrottled429: on_execute({{"action", "status"}, {"status", 429}}); break;
@@ -126,6 +136,9 @@ class E2BHarness : public ServerHarness<ci::test::E2BServer, ci::E2BSandbox> {
       case Fault::kUploadRefused: on_files("POST", {{"action", "status"}, {"status", 507}}); break;
       case Fault::kReadUnavailable: on_files("GET", {{"action", "status"}, {"status", 503}}); break;
       case Fault::kReadStall: on_files("GET", {{"action", "stall"}}); break;
+      case Fault::kExistsUnavailable: on_stat({{"action", "status"}, {"status", 503}}); break;
+      case Fault::kExistsGone: on_stat({{"action", "gone"}}); break;
+      case Fault::kExistsMalformed: on_stat({{"action", "malformed_line"}}); break;
     }
   }
 };
@@ -158,6 +171,15 @@ class BedrockHarness : public ServerHarness<ci::test::BedrockServer, ci::Bedrock
         on_tool("readFiles", {{"action", "status"}, {"status", 503}, {"count", -1}});
         break;
       case Fault::kReadStall: on_tool("readFiles", {{"action", "stall"}, {"count", -1}}); break;
+      case Fault::kExistsUnavailable: on_execute({{"action", "status"}, {"status", 503}}); break;
+      case Fault::kExistsGone: on_execute({{"action", "expire_session"}}); break;
+      case Fault::kExistsMalformed:  // a run that printed something, but not the framed answer
+        on_execute({{"action", "result"},
+                    {"result", {{"content", json::array({{{"type", "text"}, {"text", "{\"exists\": false}"}}})},
+                                {"structuredContent", {{"stdout", "{\"exists\": false}\n"}, {"stderr", ""},
+                                                       {"exitCode", 0}}},
+                                {"isError", false}}}});
+        break;
     }
   }
 };

@@ -1055,3 +1055,60 @@ TEST_CASE("create: additional_packages cut short by create_timeout is kTimeout (
   }
   CHECK(server.alive().empty());
 }
+
+namespace {
+
+// exists throws SandboxExecutionError (stage download, `kind`) and returns nothing.
+std::string check_exists_throws(E2BSandbox& sandbox, const std::string& path, ErrorKind kind) {
+  try {
+    const bool answer = sandbox.exists(path);
+    FAIL("exists answered " << answer);
+  } catch (const SandboxExecutionError& e) {
+    CHECK(e.stage() == Stage::kDownload);
+    CHECK(e.kind() == kind);
+    return e.what();
+  }
+  return {};
+}
+
+json on_stat(json directive) {
+  directive.update({{"surface", "envd"}, {"path", "/filesystem.Filesystem/Stat"}, {"method", "POST"}});
+  return directive;
+}
+
+}  // namespace
+
+TEST_CASE("exists: only envd's 404 not_found is absent: a 500 whose body says not_found throws unavailable",
+          "[e2b][faults][files]") {
+  E2BServer server;
+  auto sandbox = E2BSandbox::create(server.options());
+  CHECK_FALSE(sandbox->exists("missing.txt"));  // the real answer: 404 not_found
+  server.fault(on_stat({{"action", "status"}, {"status", 500}, {"count", -1},
+                        {"body", {{"code", "not_found"}, {"message", "file not found"}}}}));
+  CHECK(check_exists_throws(*sandbox, "missing.txt", ErrorKind::kUnavailable) ==
+        "exists failed: HTTP 500 with a not_found body (file not found), which is not envd's answer for a missing path");
+  server.clear_faults();
+  // A proxy's 502 that says "not found" is the sandbox being gone, not the file.
+  server.fault(on_stat({{"action", "gone"}, {"count", -1}}));
+  CHECK(check_exists_throws(*sandbox, "missing.txt", ErrorKind::kUnavailable) == "exists failed: the sandbox is gone");
+  server.clear_faults();
+  sandbox->terminate();
+}
+
+TEST_CASE("exists: a Stat that is never answered throws timeout, a connection cut throws unavailable",
+          "[e2b][faults][files]") {
+  E2BServer server;
+  auto options = server.options();
+  options.request_timeout = 1s;
+  auto sandbox = E2BSandbox::create(options);
+  server.fault(on_stat({{"action", "stall"}, {"count", -1}}));
+  const auto began = std::chrono::steady_clock::now();
+  (void)check_exists_throws(*sandbox, "missing.txt", ErrorKind::kTimeout);
+  CHECK(std::chrono::steady_clock::now() - began < 15s);
+  server.clear_faults();
+  server.fault(on_stat({{"action", "refuse"}, {"count", -1}}));
+  (void)check_exists_throws(*sandbox, "missing.txt", ErrorKind::kUnavailable);
+  server.clear_faults();
+  CHECK_FALSE(sandbox->exists("missing.txt"));
+  sandbox->terminate();
+}

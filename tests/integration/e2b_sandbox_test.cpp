@@ -210,6 +210,78 @@ TEST_CASE("contexts: separate state, restart clears it, removal", "[e2b]") {
   sandbox->terminate();
 }
 
+namespace {
+
+// GET /contexts answers `contexts` in this order (once): the protocol lists every context without promising one.
+void list_contexts_as(E2BServer& server, const std::vector<E2BContext>& contexts) {
+  nlohmann::json body = nlohmann::json::array();
+  for (const auto& c : contexts) body.push_back({{"id", c.id}, {"language", c.language}, {"cwd", c.cwd}});
+  server.fault({{"surface", "interpreter"}, {"method", "GET"}, {"path", "/contexts"}, {"action", "status"},
+                {"status", 200}, {"body", body}});
+}
+
+}  // namespace
+
+TEST_CASE("restart restarts the context execute_code runs in, wherever GET /contexts lists it", "[e2b][restart]") {
+  E2BServer server;
+  auto sandbox = E2BSandbox::create(server.options());
+  const auto other = sandbox->create_context(Language::kPython);
+  REQUIRE(sandbox->execute_in_context(other.id, "kept = 'other'").status == ExecutionStatus::kSuccess);
+  REQUIRE(sandbox->execute_code("dropped = 'default'").status == ExecutionStatus::kSuccess);
+  const auto contexts = sandbox->list_contexts();
+  REQUIRE(contexts.size() == 2);
+  REQUIRE(contexts[1] == other);  // the local server lists the default first; the answer below does not
+  list_contexts_as(server, {contexts[1], contexts[0]});
+  sandbox->restart();
+  CHECK(sandbox->execute_code("print('dropped' in globals())").stdout_text == "False\n");
+  CHECK(sandbox->execute_in_context(other.id, "print(kept)").stdout_text == "other\n");
+  sandbox->terminate();
+}
+
+TEST_CASE("restart with no listed context holding execute_code's state throws not_found and restarts nothing",
+          "[e2b][restart]") {
+  E2BServer server;
+  auto sandbox = E2BSandbox::create(server.options());
+  const auto other = sandbox->create_context(Language::kPython);
+  REQUIRE(sandbox->execute_in_context(other.id, "kept = 'other'").status == ExecutionStatus::kSuccess);
+  REQUIRE(sandbox->execute_code("also_kept = 'default'").status == ExecutionStatus::kSuccess);
+  list_contexts_as(server, {other});
+  try {
+    sandbox->restart();
+    FAIL("restart did not throw");
+  } catch (const SandboxExecutionError& e) {
+    CHECK(std::string(e.what()) == "restart: no python context the code interpreter lists is the one execute_code runs in");
+    CHECK(e.stage() == Stage::kExecute);
+    CHECK(e.kind() == ErrorKind::kNotFound);
+  }
+  CHECK(sandbox->execute_in_context(other.id, "print(kept)").stdout_text == "other\n");
+  CHECK(sandbox->execute_code("print(also_kept)").stdout_text == "default\n");
+  sandbox->terminate();
+}
+
+TEST_CASE("a failed copy quotes cp's stderr with the API key redacted", "[e2b][files]") {
+  E2BServer server;
+  const auto options = server.options();
+  REQUIRE(options.api_key);
+  const std::string key = *options.api_key;
+  auto sandbox = E2BSandbox::create(options);
+  // cp cannot put the file src/<key> over the directory dst/<key>: its stderr names the key, the paths we pass do not.
+  sandbox->write_file("cpr/src/" + key, "file");
+  sandbox->write_file("cpr/dst/" + key + "/inner", "dir");
+  try {
+    sandbox->copy("cpr/src", "cpr/dst");
+    FAIL("copy did not throw");
+  } catch (const SandboxExecutionError& e) {
+    const std::string message = e.what();
+    CHECK(message == "copy 'cpr/src' to 'cpr/dst' failed: cp: cannot overwrite directory 'cpr/dst/./[redacted]' "
+                     "with non-directory");
+    CHECK(message.find(key) == std::string::npos);
+    CHECK(e.stage() == Stage::kUpload);
+    CHECK(e.kind() == ErrorKind::kInternal);
+  }
+  sandbox->terminate();
+}
+
 TEST_CASE("set_timeout renews the lease, an expired sandbox is gone: ERROR, retry_safe, state_lost", "[e2b]") {
   E2BServer server;
   auto options = server.options();

@@ -53,7 +53,7 @@ TEST_CASE("a JSON configuration gives every common setting and the chosen backen
     "env": {"A": "1", "B": "two"}, "metadata": {"run": "42"}, "create_timeout_ms": 60000,
     "e2b": {"domain": "example.test", "api_url": "http://127.0.0.1:1", "sandbox_url": "http://127.0.0.1:2",
             "template": "custom", "request_timeout_ms": 5000, "max_output_bytes": 1000, "max_line_bytes": 2000,
-            "max_download_bytes": 3000}})");
+            "max_download_bytes": 3000, "process_keepalive_seconds": 7}})");
   CHECK(c.backend == "e2b");
   CHECK(c.language == Language::kJavaScript);
   CHECK(c.packages == std::vector<std::string>{"numpy", "pandas"});
@@ -70,6 +70,7 @@ TEST_CASE("a JSON configuration gives every common setting and the chosen backen
   CHECK(c.e2b.max_output_bytes == 1000);
   CHECK(c.e2b.max_line_bytes == 2000);
   CHECK(c.e2b.max_download_bytes == 3000);
+  CHECK(c.e2b.process_keepalive == std::chrono::seconds(7));
   CHECK_FALSE(c.e2b.api_key);
 }
 
@@ -168,6 +169,13 @@ TEST_CASE("values of the wrong type or range are refused by key, never quoting t
                 "configuration: 'create_timeout_ms' " + ms_range);
   check_refused(R"({"backend": "e2b", "e2b": {"request_timeout_ms": 1.5}})", ErrorKind::kInvalidArgument,
                 "configuration: 'e2b.request_timeout_ms' " + ms_range);
+  const std::string keepalive_range = "must be a whole number of seconds from 1 to 3600 (1 hour)";
+  for (const char* value : {"0", "3601", "1.5", "-1", "\"50\""})
+    check_refused(std::string(R"({"backend": "e2b", "e2b": {"process_keepalive_seconds": )") + value + "}}",
+                  ErrorKind::kInvalidArgument, "configuration: 'e2b.process_keepalive_seconds' " + keepalive_range);
+  const auto keepalive = [](const char* json) { return sandbox_config_from_json(json).e2b.process_keepalive; };
+  CHECK(keepalive(R"({"backend": "e2b", "e2b": {"process_keepalive_seconds": 3600}})") == std::chrono::hours(1));
+  CHECK(keepalive(R"({"backend": "e2b", "e2b": {"process_keepalive_seconds": 1}})") == std::chrono::seconds(1));
   check_refused(R"({"create_timeout_ms": 2592000001})", ErrorKind::kInvalidArgument,
                 "configuration: 'create_timeout_ms' " + ms_range);
   CHECK(sandbox_config_from_json(R"({"create_timeout_ms": 2592000000})").create_timeout ==

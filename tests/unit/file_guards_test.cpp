@@ -80,3 +80,44 @@ TEST_CASE("the over-cap error is SandboxExecutionError, stage download, kQuotaEx
   CHECK(e.kind() == ErrorKind::kQuotaExceeded);
   CHECK_FALSE(e.transient());
 }
+
+TEST_CASE("file_info_from_stat builds a FileInfo from a stat answer and refuses one with a field missing or mistyped",
+          "[guards]") {
+  const auto info = detail::file_info_from_stat(
+      "ct/dir/", nlohmann::json{{"type", "directory"}, {"size", 0u}, {"mtime_ms", 1700000000123}, {"mode", 0107755u}});
+  REQUIRE(info);
+  CHECK(info->name == "dir");
+  CHECK(info->path == "ct/dir/");
+  CHECK(info->type == std::optional(FileType::kDirectory));
+  CHECK(info->is_directory);
+  CHECK(info->size == 0);
+  CHECK(info->modified == std::chrono::system_clock::time_point(std::chrono::milliseconds(1700000000123)));
+  CHECK(info->permissions == std::optional<std::uint32_t>(07755));
+  const auto link = detail::file_info_from_stat("l", nlohmann::json{{"type", "symlink"}, {"size", 3u}, {"mtime_ms", -5},
+                                                                     {"mode", 0777u}});
+  REQUIRE(link);
+  CHECK(link->type == std::optional(FileType::kSymlink));
+  CHECK(link->size == 3);
+  CHECK_FALSE(link->is_directory);
+  CHECK(detail::file_info_from_stat("x", nlohmann::json{{"type", "fifo"}, {"size", 0u}, {"mtime_ms", 0}, {"mode", 0u}})
+            ->type == std::optional(FileType::kOther));
+  const nlohmann::json good = {{"type", "file"}, {"size", 1u}, {"mtime_ms", 0}, {"mode", 0644u}};
+  for (const char* field : {"type", "size", "mtime_ms", "mode"}) {
+    auto missing = good;
+    missing.erase(field);
+    CHECK_FALSE(detail::file_info_from_stat("x", missing));
+  }
+  auto negative = good;
+  negative["size"] = -1;
+  CHECK_FALSE(detail::file_info_from_stat("x", negative));
+  auto text_type = good;
+  text_type["type"] = 1;
+  CHECK_FALSE(detail::file_info_from_stat("x", text_type));
+  CHECK_FALSE(detail::file_info_from_stat("x", nlohmann::json::array()));
+  // As a stat answer is parsed: non-negative numbers are unsigned.
+  const auto parsed = detail::file_info_from_stat(
+      "p/f", nlohmann::json::parse(R"({"type": "file", "size": 12, "mtime_ms": 5, "mode": 33188})"));
+  REQUIRE(parsed);
+  CHECK(parsed->size == 12);
+  CHECK(parsed->permissions == std::optional<std::uint32_t>(0644));
+}

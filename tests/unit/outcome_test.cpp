@@ -8,6 +8,7 @@
 
 #include "core/call_registry.hpp"
 #include "core/deadline.hpp"
+#include "core/outcome.hpp"
 #include "core/untrusted.hpp"
 #include "http/http_client.hpp"
 #include "http/idempotency.hpp"
@@ -191,4 +192,24 @@ TEST_CASE("a call cancelled after its code was sent loses the state once termina
   REQUIRE(calls.cancel_all());
   calls.mark_terminated();
   CHECK(calls.settled(cancelled(ExecutionStatus::kUnknown)).state_lost);
+}
+
+TEST_CASE("an operation riding on a call that did not succeed throws the kind of the call's status", "[outcome]") {
+  auto with = [](ExecutionStatus status, std::optional<FailureDetail> failure = {}, bool code_failed = false) {
+    ExecutionResult r;
+    r.status = status;
+    r.failure = std::move(failure);
+    if (code_failed) r.code_error = CodeError{"ValueError", "bad", ""};
+    return detail::error_kind_of(r);
+  };
+  CHECK(with(ExecutionStatus::kTimeout) == ErrorKind::kTimeout);
+  CHECK(with(ExecutionStatus::kUnknown, FailureDetail{"curl.RECV_ERROR", false}) == ErrorKind::kUnknown);
+  CHECK(with(ExecutionStatus::kError, {}, true) == ErrorKind::kInternal);  // the operation's own code failed
+  CHECK(with(ExecutionStatus::kError) == ErrorKind::kInternal);            // a local refusal
+  // Never ran because of the sandbox or its service: refused, unreachable, gone.
+  CHECK(with(ExecutionStatus::kError, FailureDetail{"http.503", true}) == ErrorKind::kUnavailable);
+  CHECK(with(ExecutionStatus::kError, FailureDetail{"http.404", true}) == ErrorKind::kUnavailable);
+  CHECK(with(ExecutionStatus::kError, FailureDetail{"pyodide.runtime_lost", true}) == ErrorKind::kUnavailable);
+  CHECK(with(ExecutionStatus::kError, FailureDetail{"cancelled", true}) == ErrorKind::kUnknown);
+  CHECK(with(ExecutionStatus::kSuccess) == ErrorKind::kInternal);
 }

@@ -70,3 +70,34 @@ TEST_CASE("FakeSandbox refuses a max_output_bytes of 0 as configuration, as the 
     CHECK(std::string(e.what()) == "max_output_bytes must be positive");
   }
 }
+
+namespace {
+
+// A backend that has no get_info: the base class's refusal, as a subclass that does not implement it gets.
+class NoFileInfo : public testing::FakeSandbox {
+ public:
+  using FakeSandbox::FakeSandbox;
+
+ protected:
+  FileInfo do_get_info(std::string_view path) override { return CodeInterpreterSandbox::do_get_info(path); }
+};
+
+}  // namespace
+
+TEST_CASE("write_file without make_dirs where the parent cannot be asked fails at the upload stage, writing nothing",
+          "[sandbox][arguments]") {
+  NoFileInfo sandbox(testing::FakeSandbox::pyodide_like_capabilities(), Language::kPython, {}, 1000);
+  try {
+    sandbox.write_file("dir/f.txt", "x", false);
+    FAIL("write_file must throw");
+  } catch (const SandboxExecutionError& e) {
+    CHECK(e.stage() == Stage::kUpload);
+    CHECK(e.kind() == ErrorKind::kUnsupported);
+    CHECK(std::string(e.what()) ==
+          "write_file 'dir/f.txt': checking the parent directory 'dir' failed: get_info is not supported by this "
+          "sandbox");
+  }
+  CHECK_FALSE(sandbox.exists("dir/f.txt"));
+  sandbox.write_file("dir/f.txt", "x", true);  // with make_dirs nothing is asked first
+  CHECK(sandbox.read_file("dir/f.txt") == "x");
+}

@@ -458,19 +458,81 @@ function fileType(FS, mode) {
   return "other";
 }
 
-// Copies a file, or a directory tree (links copied as links), to `to`; the parents of `to` are made first.
-function copyTree(FS, from, to) {
-  const st = FS.lstat(from);
-  if (FS.isDir(st.mode)) {
-    if (to === from || to.startsWith(from + "/")) {
-      throw Object.assign(new Error("cannot copy a directory into itself"), { errno: pyodide.ERRNO_CODES.EINVAL });
+function fsError(message, errno) {
+  return Object.assign(new Error(message), { errno });
+}
+
+// The canonical absolute path of an existing `path`: relative to the working directory, ".", ".." and every symlink
+// on the way resolved by the filesystem itself (a symlink loop is ELOOP), the last component too when `follow`.
+function canonical(FS, path, follow) {
+  return FS.lookupPath(path, { follow }).path;
+}
+
+// Where a copy or move to `to` lands, canonical: its longest existing ancestor (or `to` itself) resolved by
+// canonical(), followed by the names after it, "." and ".." among them applied to the names (nothing after the
+// ancestor exists, so no symlink is left to resolve). String comparisons of the paths as given are not enough:
+// "/files/a/../a", "./a" or a symlink name the same directory as "/files/a".
+function canonicalDestination(FS, to) {
+  const parts = to.split("/");
+  for (let n = parts.length; n >= 0; n--) {
+    const head = parts.slice(0, n).join("/") || (to.startsWith("/") ? "/" : ".");
+    let base;
+    try {
+      base = canonical(FS, head, true);
+    } catch (e) {
+      const code = errnoName(e);
+      if (code === "ENOENT" || code === "ENOTDIR") continue;
+      throw e;
     }
-    FS.mkdirTree(to);
-    for (const name of FS.readdir(from)) if (name !== "." && name !== "..") copyTree(FS, `${from}/${name}`, `${to}/${name}`);
-  } else if (FS.isLink(st.mode)) {
-    FS.symlink(FS.readlink(from), to);
-  } else {
-    FS.writeFile(to, FS.readFile(from));
+    const names = base.split("/").filter((p) => p !== "");
+    for (const p of parts.slice(n)) {
+      if (p === "" || p === ".") continue;
+      if (p === "..") names.pop();
+      else names.push(p);
+    }
+    return "/" + names.join("/");
+  }
+  throw fsError("no ancestor of the destination exists", pyodide.ERRNO_CODES.ENOENT);
+}
+
+// Refuses (EINVAL) a copy or move of the directory `from` to a destination inside it, which would recurse without
+// end (copy) or hang a directory under its own child (move). A copy onto the directory itself is refused too; a
+// move onto itself is the rename's own no-op.
+function refuseIntoItself(FS, op, from, to) {
+  if (!FS.isDir(FS.lstat(from).mode)) return;
+  const source = canonical(FS, from, false);
+  const destination = canonicalDestination(FS, to);
+  const inside = source === "/" || destination.startsWith(source + "/");
+  if (inside || (op === "copy" && destination === source)) {
+    throw fsError(`cannot ${op} a directory into itself`, pyodide.ERRNO_CODES.EINVAL);
+  }
+}
+
+// Copies a file, or a directory tree (links copied as links, never followed), to `to`; the caller made the parents
+// of `to` and refused a destination inside the source (refuseIntoItself). Iterative, so a deep tree cannot overflow the stack.
+function copyTree(FS, from, to) {
+  const pending = [[from, to]];
+  while (pending.length > 0) {
+    const [src, dst] = pending.pop();
+    const st = FS.lstat(src);
+    if (FS.isDir(st.mode)) {
+      // One mkdir per directory (its parent was made before it): mkdirTree would walk the whole path again for each,
+      // cubic in the depth. The top one may exist already (a copy into an existing directory merges).
+      if (dst === to) {
+        FS.mkdirTree(dst);
+      } else {
+        try {
+          FS.mkdir(dst);
+        } catch (e) {
+          if (errnoName(e) !== "EEXIST" || !FS.isDir(FS.stat(dst).mode)) throw e;
+        }
+      }
+      for (const name of FS.readdir(src)) if (name !== "." && name !== "..") pending.push([`${src}/${name}`, `${dst}/${name}`]);
+    } else if (FS.isLink(st.mode)) {
+      FS.symlink(FS.readlink(src), dst);
+    } else {
+      FS.writeFile(dst, FS.readFile(src));
+    }
   }
 }
 
@@ -540,6 +602,7 @@ function fsOp(header, body) {
     case "move": {
       const to = String(header.to ?? "");
       FS.lstat(path);  // ENOENT for a missing source, before anything is made
+      refuseIntoItself(FS, header.op, path, to);  // before the parents are made, so a refusal leaves nothing
       const dir = parentDir(to);
       if (dir) FS.mkdirTree(dir);
       if (header.op === "copy") copyTree(FS, path, to);
