@@ -113,17 +113,18 @@ struct Followed {
   int cuts = 0;            ///< how many times the stream broke mid-run (what was written meanwhile is not replayed)
   int reattached = 0;      ///< how many times the stream was re-attached by pid
   bool not_found = false;  ///< a re-attach found no such process: its fate cannot be learned
-  /// kMaxReattachesInARow re-attached streams in a row were cut before they carried an event past their `start`:
-  /// re-attaching was given up (the process may still run).
+  /// kMaxReattachesInARow re-attached streams in a row were cut within a second, before they carried output or the
+  /// end: re-attaching was given up (the process may still run).
   bool gave_up = false;
   /// The stream was cut and the deadline had passed by then: envd's own deadline (Connect-Timeout-Ms) ended the
   /// process, or ends it, whatever the cut hid.
   bool deadline_passed = false;
 };
 
-/// The most re-attached streams in a row that may be cut before they carry an event past their `start` (a proxy
-/// that cuts every stream at once must not loop forever). A stream that carried one resets the count, so a long
-/// process with occasional cuts is never given up on.
+/// The most re-attached streams in a row that may be cut within a second before they carry output or the end (a
+/// proxy that cuts every stream at once, keep-alive or not, must not loop forever; such re-attaches are paced, at
+/// most ten a second). A stream that carried output or the end, or stayed open a second, resets the count, so a long
+/// process with occasional cuts, or a silent one behind a proxy that cuts idle streams, is never given up on.
 constexpr int kMaxReattachesInARow = 50;
 
 /// Sends `request` (process.Process/Start or Connect), feeding its body to `feed` (which feeds `stream`). A stream

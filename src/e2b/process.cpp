@@ -2,6 +2,7 @@
 // a reader thread of the handle's own; stdin, signals and the listing are unary calls; connect_process is
 // process.Process/Connect. follow_process re-attaches a stream cut mid-run, for spawned processes and for
 // execute_command alike (docs/backends/e2b.md "Processes").
+#include <algorithm>
 #include <charconv>
 #include <thread>
 
@@ -21,6 +22,13 @@ using std::chrono::milliseconds;
 // Re-attaches in a row that may fail before start (the connection refused, a 5xx) before the stream is given up.
 constexpr int kReattachAttempts = 3;
 constexpr milliseconds kReattachBackoff{200};
+// A re-attached stream open this long worked, whatever it carried (a silent process behind a proxy that cuts idle
+// streams); one cut sooner with no output or end counts toward kMaxReattachesInARow, and the next re-attach waits
+// kQuickCutPause times the count so far, at most kLongestQuickCutPause: a server that ends every stream at once
+// gets ten re-attaches a second at most, and fifty in about 4.5 s before the process is given up on, never a loop.
+constexpr milliseconds kHealthyStream{1000};
+constexpr milliseconds kQuickCutPause{10};
+constexpr milliseconds kLongestQuickCutPause{100};
 // How long after a cut a command's stream may take to re-attach, beyond its own budget (envd's deadline ends it).
 constexpr milliseconds kBackstop{std::chrono::seconds(10)};
 
@@ -46,7 +54,7 @@ Followed follow_process(http::HttpClient& client, const E2BStub& stub, http::Req
   http::stream_success_body(request, f.error_body, feed, kMaxErrorBody);
   f.ex = client.perform(request);
   int failures = 0;
-  int in_a_row = 0;  // re-attached streams in a row that were cut before they carried an event past their start
+  int in_a_row = 0;  // re-attached streams in a row cut quickly, before they carried output or an end
   while (cut_mid_run(f.ex, stream) && !cancel.stop_requested()) {
     const std::uint32_t pid = *stream.pid();
     if (failures == 0) ++f.cuts;
@@ -58,7 +66,15 @@ Followed follow_process(http::HttpClient& client, const E2BStub& stub, http::Req
       f.gave_up = true;
       break;
     }
+    if (in_a_row > 0) {
+      const auto pause = std::min(kQuickCutPause * in_a_row, kLongestQuickCutPause);
+      for (auto until = Clock::now() + pause; Clock::now() < until && !cancel.stop_requested() &&
+                                              !(deadline && Clock::now() >= *deadline);)
+        std::this_thread::sleep_for(milliseconds(10));
+      if (cancel.stop_requested()) break;
+    }
     stream.reattach();
+    const auto opened = Clock::now();
     const auto events_before = stream.events();
     auto again = stub.process_connect_request(pid);
     if (deadline) again.timeout = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now()) + kBackstop;
@@ -70,8 +86,8 @@ Followed follow_process(http::HttpClient& client, const E2BStub& stub, http::Req
     if (stream.started()) {
       ++f.reattached;
       failures = 0;
-      // A stream that carried the process's events is a stream that worked: only cuts in a row count.
-      in_a_row = stream.events() > events_before ? 0 : in_a_row + 1;
+      // A stream that carried output or the end, or stayed open a while, worked: only quick cuts in a row count.
+      in_a_row = stream.events() > events_before || Clock::now() - opened >= kHealthyStream ? 0 : in_a_row + 1;
       f.ex = std::move(ex);
       f.error_body = std::move(error_body);
       continue;  // a new stream of the same process: cut again, re-attach again

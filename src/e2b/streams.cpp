@@ -263,8 +263,8 @@ bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
     }
     // The first message is always `start` (docs/protocols/e2b.md "process.Process/Start").
     if (!pid_) return fail(StreamFault::kMalformed, "the stream did not begin with a start event");
-    ++events_;
     if (const auto data = event.find("data"); data != event.end()) {
+      ++events_;
       for (const char* name : {"stdout", "stderr"}) {
         const auto* field = string_field(*data, name);
         if (field == nullptr) continue;
@@ -289,9 +289,11 @@ bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
       if (const auto x = end->find("exited"); x != end->end() && x->is_boolean()) e.exited = x->get<bool>();
       if (const auto* s = string_field(*end, "status")) e.status = *s;
       if (const auto* s = string_field(*end, "error")) e.error = *s;
+      ++events_;
       end_ = std::move(e);
     }
-    // keepalive and unknown events carry nothing.
+    // keepalive and unknown events carry nothing, and are not counted: a server that sends only keep-alives proves
+    // nothing about the process.
   } catch (...) {
     return fault_of_current_exception(out_, err_, [this](StreamFault f, std::string d) { return fail(f, std::move(d)); });
   }

@@ -108,7 +108,8 @@ class ProcessStream {
   }
   /// The stream's `start` must name `pid` (process.Process/Connect to a known pid); another pid is malformed.
   void expect_pid(std::uint32_t pid) noexcept { expected_pid_ = pid; }
-  /// How many whole envelopes after `start` (data, end, keep-alives) the streams carried so far, across re-attaches.
+  /// How many `data` and `end` envelopes after `start` the streams carried so far, across re-attaches (keep-alives
+  /// and unknown events are not counted).
   [[nodiscard]] std::size_t events() const noexcept { return events_; }
 
  private:

@@ -135,6 +135,31 @@ TEST_CASE("cut stream: a server that cuts every re-attached stream right after i
   sandbox->terminate();
 }
 
+TEST_CASE("cut stream: re-attached streams that carry only a keep-alive are given up on, paced, never looped",
+          "[processes][e2b]") {
+  E2BServer server;
+  auto sandbox = E2BSandbox::create(server.options());
+  auto p = sandbox->spawn("sleep 30");
+  // Every Connect: the process's own start, one keep-alive, then the body ends as if cut (no end event).
+  const json keepalive = {{"payload", {{"event", {{"keepalive", json::object()}}}}}};
+  server.fault({{"surface", "envd"}, {"path", "/process.Process/Connect"}, {"action", "envelopes"},
+                {"envelopes", {start_event(std::stoul(p.id())), keepalive}}, {"count", -1}});
+  const auto start = std::chrono::steady_clock::now();
+  auto q = sandbox->connect_process(p.id());
+  const auto r = q.wait(30s);
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(r.state == ProcessState::kUnknown);
+  REQUIRE(r.failure);
+  CHECK(r.failure->exception_type == "connect.reattach_limit");
+  // The Connect of connect_process, then 50 re-attaches, each after a quick cut waiting 10 ms times the cuts so far
+  // (at most 100 ms): 4.45 s of pauses at least.
+  CHECK(count_requests(server, "/process.Process/Connect") == 51);
+  CHECK(took >= 4400ms);
+  CHECK(took < 30s);
+  p.kill();
+  sandbox->terminate();
+}
+
 TEST_CASE("cut stream: a handle whose re-attached streams are all cut right after their start is kUnknown",
           "[processes][e2b]") {
   E2BServer server;

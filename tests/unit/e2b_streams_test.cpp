@@ -614,16 +614,19 @@ TEST_CASE("ProcessStream refuses a second start, and on a re-attach a start of a
   CHECK(connected.fault_detail() == "a start event of pid 812 on a stream of pid 9");
 }
 
-TEST_CASE("ProcessStream counts the events after start, across re-attaches", "[e2b_streams]") {
+TEST_CASE("ProcessStream counts the data and end events after start, across re-attaches, not keep-alives",
+          "[e2b_streams]") {
   ProcessStream stream(nullptr, nullptr, kMaxOutput, kMaxLine);
   CHECK(stream.feed(message(kStart)));
   CHECK(stream.events() == 0);
   CHECK(stream.feed(message({{"keepalive", nlohmann::json::object()}}) + message({{"data", {{"stdout", "aGkK"}}}})));
-  CHECK(stream.events() == 2);
+  CHECK(stream.events() == 1);
+  CHECK(stream.feed(message({{"keepalive", nlohmann::json::object()}}) + message({{"unknown", 1}})));
+  CHECK(stream.events() == 1);
   stream.reattach();
   CHECK(stream.feed(message(kStart)));
-  CHECK(stream.events() == 2);
-  CHECK(stream.feed(message({{"data", {{"stdout", "aGkK"}}}})));
+  CHECK(stream.events() == 1);
+  CHECK(stream.feed(message({{"data", {{"stdout", "aGkK"}}}}) + message({{"end", {{"exitCode", 0}}}})));
   CHECK(stream.events() == 3);
 }
 
