@@ -372,6 +372,8 @@ std::optional<FileError> fs_answer_error(const Frame& f, std::string_view op, st
     kind = ErrorKind::kInvalidArgument, what = "invalid argument";
   } else if (code == "ELOOP") {
     kind = ErrorKind::kInvalidArgument, what = "too many levels of symbolic links";
+  } else if (code == "ENOMEM") {  // a copy's buffer refused under the memory cap (python_worker.mjs copyTree)
+    kind = ErrorKind::kQuotaExceeded, what = "not enough memory under the runtime's memory limit";
   }
   return FileError{kind, std::string(op) + " '" + std::string(path) + "': " + what + " (" + code + ")"};
 }

@@ -100,6 +100,28 @@ TEST_CASE("a destination that reaches the source through a symlink is refused fo
   security::require_alive(*sb);
 }
 
+TEST_CASE("a copy that merges into a destination holding a symlink back into the source is refused, never endless",
+          "[fs]") {
+  auto sb = fresh();
+  // /files/b/s leads to /files/a/s/t: merging a/s into b/s through the link would write a/s into a/s/t/t/... .
+  REQUIRE(run(*sb, "import os\nos.makedirs('/files/a/s/t')\nos.makedirs('/files/b')\n"
+                   "os.symlink('/files/a/s/t', '/files/b/s')\nopen('/files/a/f.txt', 'w').write('x')\n"
+                   "os.symlink('/files/a/f.txt', '/files/b/f.txt')\nkept = 1")
+              .status == ci::ExecutionStatus::kSuccess);
+  const auto began = std::chrono::steady_clock::now();
+  check_refused([&] { sb->copy("/files/a", "/files/b"); }, ci::Stage::kUpload, ci::ErrorKind::kInvalidArgument,
+                "copy '/files/a': already exists (EEXIST)");
+  CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(10));
+  // The source is as it was, the link was not written through, and the runtime and its state are the same.
+  CHECK(eval(*sb, "sorted(os.listdir('/files/a/s/t')), open('/files/a/f.txt').read(), kept") == "([], 'x', 1)");
+  // A file link in the destination is not written through either.
+  REQUIRE(run(*sb, "import os\nos.remove('/files/b/s')").status == ci::ExecutionStatus::kSuccess);
+  check_refused([&] { sb->copy("/files/a/f.txt", "/files/b/f.txt"); }, ci::Stage::kUpload,
+                ci::ErrorKind::kInvalidArgument, "copy '/files/a/f.txt': already exists (EEXIST)");
+  CHECK(eval(*sb, "open('/files/a/f.txt').read(), os.path.islink('/files/b/f.txt')") == "('x', True)");
+  security::require_alive(*sb);
+}
+
 TEST_CASE("a symlink loop makes stat, copy and move fail with ELOOP at once, never hang or read as absent", "[fs]") {
   auto sb = fresh();
   REQUIRE(run(*sb, "import os\nos.makedirs('/files/a')\nos.symlink('/files/l2', '/files/l1')\n"
@@ -155,6 +177,38 @@ TEST_CASE("a copy that takes the runtime past its memory cap throws quota_exceed
                 "state are lost");
   CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(60));
   CHECK(eval(*sb, "'kept' in globals(), os.path.exists('/files/big')") == "(False, False)");
+  security::require_alive(*sb);
+}
+
+TEST_CASE("a file copy refused under the memory cap is quota_exceeded, keeps the runtime and leaves no partial file",
+          "[fs][memory]") {
+  ci::PyodideOptions options;
+  options.memory_limit_bytes = std::size_t{400} << 20;
+  auto sb = fresh(options);
+  REQUIRE(run(*sb, "import os\nopen('/files/big', 'wb').write(b'\\x05' * (48 << 20))\nkept = 'state'").status ==
+          ci::ExecutionStatus::kSuccess);
+  // Copies of 48 MiB until one is refused: by the allocation (ENOMEM, runtime kept) or, if the watchdog sees the
+  // process past the cap first, by the kill (runtime replaced). Either is kQuotaExceeded; neither leaves a part.
+  std::string refusal;
+  int copied = 0;
+  for (; copied < 12 && refusal.empty(); ++copied) {
+    try {
+      sb->copy("/files/big", "/files/big" + std::to_string(copied));
+    } catch (const ci::SandboxExecutionError& e) {
+      CHECK(e.stage() == ci::Stage::kUpload);
+      CHECK(e.kind() == ci::ErrorKind::kQuotaExceeded);
+      refusal = e.what();
+    }
+  }
+  REQUIRE_FALSE(refusal.empty());
+  const std::string last = "/files/big" + std::to_string(copied - 1);
+  if (refusal == "copy '/files/big': not enough memory under the runtime's memory limit (ENOMEM)") {
+    CHECK(eval(*sb, "kept, os.path.exists('" + last + "'), os.path.getsize('/files/big')") ==
+          "('state', False, 50331648)");
+  } else {
+    CHECK(refusal == "the runtime exceeded its memory limit of 400 MiB; a fresh runtime was started and its files and "
+                     "state are lost");
+  }
   security::require_alive(*sb);
 }
 

@@ -508,8 +508,20 @@ function refuseIntoItself(FS, op, from, to) {
   }
 }
 
+// Whether `path` exists and is itself a symlink (not followed).
+function isLinkEntry(FS, path) {
+  try {
+    return FS.isLink(FS.lstat(path).mode);
+  } catch {
+    return false;
+  }
+}
+
 // Copies a file, or a directory tree (links copied as links, never followed), to `to`; the caller made the parents
-// of `to` and refused a destination inside the source (refuseIntoItself). Iterative, so a deep tree cannot overflow the stack.
+// of `to` and refused a destination inside the source (refuseIntoItself). Below `to`, nothing is written through a
+// symlink already in the destination (EEXIST): it could lead back into the source and make the copy endless, or
+// anywhere else. A file whose bytes cannot be allocated under the memory cap is ENOMEM, and leaves no partial file.
+// Iterative, so a deep tree cannot overflow the stack.
 function copyTree(FS, from, to) {
   const pending = [[from, to]];
   while (pending.length > 0) {
@@ -524,14 +536,28 @@ function copyTree(FS, from, to) {
         try {
           FS.mkdir(dst);
         } catch (e) {
-          if (errnoName(e) !== "EEXIST" || !FS.isDir(FS.stat(dst).mode)) throw e;
+          // An existing directory merges; a symlink to one is not followed (lstat).
+          if (errnoName(e) !== "EEXIST" || !FS.isDir(FS.lstat(dst).mode)) throw e;
         }
       }
       for (const name of FS.readdir(src)) if (name !== "." && name !== "..") pending.push([`${src}/${name}`, `${dst}/${name}`]);
     } else if (FS.isLink(st.mode)) {
       FS.symlink(FS.readlink(src), dst);
     } else {
-      FS.writeFile(dst, FS.readFile(src));
+      if (isLinkEntry(FS, dst)) throw fsError("the destination holds a symlink", pyodide.ERRNO_CODES.EEXIST);
+      try {
+        FS.writeFile(dst, FS.readFile(src));
+      } catch (e) {
+        try {
+          FS.unlink(dst);
+        } catch {
+          // not made
+        }
+        if (e?.name === "RangeError") {
+          throw fsError("not enough memory under the runtime's memory limit", pyodide.ERRNO_CODES.ENOMEM);
+        }
+        throw e;
+      }
     }
   }
 }
