@@ -173,6 +173,18 @@ class BedrockProcessDriver final : public detail::ProcessDriver {
   // The output beyond what was fed, and the end if the task ended (mutex_ held). True when it ended.
   bool take(const bedrock::Invocation& inv) {
     if (state_ != ProcessState::kRunning) return true;
+    // An answer about another task (docs/protocols/bedrock.md: getTask answers {taskId, taskStatus, ...}) would give
+    // this handle another process's output and end: not the protocol, and this task's fate stays unknown.
+    if (const auto t = inv.structured.find("taskId");
+        t != inv.structured.end() && (!t->is_string() || t->get_ref<const std::string&>() != id_)) {
+      finish_output();
+      state_ = ProcessState::kUnknown;
+      failure_ = FailureDetail{"protocol.malformed", false};
+      error_ = "the sandbox's answer was not the protocol: a getTask answer about task " +
+               (t->is_string() ? calls_.service_text(t->get_ref<const std::string&>()) : std::string("(not a string)")) +
+               " on a poll of task " + id_ + "; the task may still be running";
+      return true;
+    }
     const bool new_out = inv.out.size() > fed_out_, new_err = inv.err.size() > fed_err_;
     const auto thrown = detail::deliver_guarded([&] {
       if (new_out) out_.feed(std::string_view(inv.out).substr(fed_out_));

@@ -62,7 +62,8 @@ bool entry_path_matches(std::string_view dir, std::string_view name, std::string
 
 /// The FileInfo of `path` from the stat answer a sandbox sent (Pyodide's runtime, or the Python AgentCore runs):
 /// an object with "type" ("file", "directory", "symlink"; any other string is kOther), "size" (bytes, unsigned),
-/// "mtime_ms" (milliseconds since the Unix epoch, an integer) and "mode" (unsigned; its permission bits, & 07777,
+/// "mtime_ms" (milliseconds since the Unix epoch, an integer; clamped to what `system_clock` holds, about the years
+/// 1678 to 2262) and "mode" (unsigned; its permission bits, & 07777,
 /// are kept). `name` is the last component of `path` (trailing slashes ignored), `path` is `path` as given.
 /// @return nullopt when `stat` is not such an object: the caller throws its own protocol error.
 std::optional<FileInfo> file_info_from_stat(std::string_view path, const nlohmann::json& stat);

@@ -217,6 +217,28 @@ TEST_CASE("bedrock task: a partial line that a poll interval did not complete re
   sandbox->terminate();
 }
 
+TEST_CASE("bedrock task: a getTask answer about another task is not taken: kUnknown protocol.malformed",
+          "[processes][bedrock]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  const nlohmann::json other = {{"taskId", "11111111-2222-3333-4444-555555555555"}, {"taskStatus", "completed"},
+                                {"stdout", "output of another task\n"}, {"stderr", ""}, {"exitCode", 0}};
+  server.fault({{"operation", "invoke"}, {"tool", "getTask"}, {"action", "result"}, {"count", 1},
+                {"result", {{"content", nlohmann::json::array({{{"type", "text"}, {"text", "x"}}})},
+                            {"isError", false}, {"structuredContent", other}}}});
+  auto p = sandbox->spawn("echo mine; sleep 30");
+  const auto r = p.wait(20s);
+  CHECK(r.state == ProcessState::kUnknown);
+  REQUIRE(r.failure);
+  CHECK(r.failure->exception_type == "protocol.malformed");
+  CHECK(r.error == "the sandbox's answer was not the protocol: a getTask answer about task "
+                   "11111111-2222-3333-4444-555555555555 on a poll of task " + p.id() +
+                   "; the task may still be running");
+  CHECK(r.stdout_text.empty());
+  p.kill();  // its fate is unknown: the handle can still stop it
+  sandbox->terminate();
+}
+
 TEST_CASE("bedrock task: output past what one getTask answer may carry ends kUnknown at once, its output kept",
           "[processes][bedrock]") {
   BedrockServer server;

@@ -120,4 +120,23 @@ TEST_CASE("file_info_from_stat builds a FileInfo from a stat answer and refuses 
   REQUIRE(parsed);
   CHECK(parsed->size == 12);
   CHECK(parsed->permissions == std::optional<std::uint32_t>(0644));
+  // A time system_clock cannot hold (2e13 ms is about the year 2603) is clamped, never wrapped into the past.
+  using Duration = std::chrono::system_clock::duration;
+  const auto whole_ms = [](Duration d) {
+    return std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<Duration>(std::chrono::duration_cast<std::chrono::milliseconds>(d)));
+  };
+  const auto latest = whole_ms(Duration::max());
+  const auto earliest = whole_ms(Duration::min());
+  for (const char* text : {R"({"type": "file", "size": 1, "mtime_ms": 20000000000000, "mode": 420})",
+                           R"({"type": "file", "size": 1, "mtime_ms": 18446744073709551615, "mode": 420})"}) {
+    const auto far = detail::file_info_from_stat("f", nlohmann::json::parse(text));
+    REQUIRE(far);
+    CHECK(far->modified == latest);
+  }
+  const auto early = detail::file_info_from_stat(
+      "f", nlohmann::json::parse(R"({"type": "file", "size": 1, "mtime_ms": -20000000000000, "mode": 420})"));
+  REQUIRE(early);
+  CHECK(early->modified == earliest);
+  CHECK(latest > std::chrono::system_clock::time_point(std::chrono::milliseconds(9000000000000)));
 }
