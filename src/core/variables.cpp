@@ -110,17 +110,15 @@ nlohmann::json CodeInterpreterSandbox::get_variable_by_code(std::string_view nam
                                             "            dumped = json.dumps(value, allow_nan=False)\n"
                                             // The reader holds integers in 64 bits: one outside is refused here,
                                             // never read back rounded into a double (or, past 1e308, not at all).
-                                            "            stack = [value]\n"
-                                            "            while stack:\n"
-                                            "                v = stack.pop()\n"
-                                            "                if isinstance(v, int) and not -2**63 <= v < 2**64:\n"
-                                            "                    digits = str(v)\n"
-                                            "                    raise ValueError('integer out of the 64-bit range JSON numbers are read in: ' +\n"
-                                            "                                     (digits if len(digits) <= 40 else digits[:40] + '... (' + str(len(digits)) + ' digits)'))\n"
-                                            "                if isinstance(v, dict):\n"
-                                            "                    stack.extend(v.values())\n"
-                                            "                elif isinstance(v, (list, tuple)):\n"
-                                            "                    stack.extend(v)\n"
+                                            // Every integer of the text json.dumps wrote is checked as json.loads
+                                            // reads it back, whatever the value's types claim (a dict subclass
+                                            // can hide its values from a walk).
+                                            "            def in_range(digits):\n"
+                                            "                if len(digits) <= 21 and -2**63 <= int(digits) < 2**64:\n"
+                                            "                    return 0\n"
+                                            "                raise ValueError('integer out of the 64-bit range JSON numbers are read in: ' +\n"
+                                            "                                 (digits if len(digits) <= 40 else digits[:40] + '... (' + str(len(digits)) + ' digits)'))\n"
+                                            "            json.loads(dumped, parse_int=in_range)\n"
                                             "            text = '{\"value\": ' + dumped + '}'\n"
                                             "        except Exception as e:\n"
                                             "            text = json.dumps({'error': type(e).__name__ + ': ' + str(e)})\n",

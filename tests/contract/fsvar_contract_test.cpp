@@ -313,6 +313,13 @@ CONTRACT_INTERPRETER_SCENARIO("integers at the ends of 64 bits round trip exactl
   CHECK(check_execution_error([&] { (void)h.sb().get_variable("ct_inf"); }, ci::Stage::kExecute,
                               ci::ErrorKind::kInvalidArgument)
             .rfind("get_variable 'ct_inf': " + prefix + "Out of range float values are not JSON compliant", 0) == 0);
+  // A dict subclass that hides its values from a walk still has its integers checked in the text written.
+  REQUIRE(h.exec("class CtHidden(dict):\n    def values(self):\n        return []\nct_hidden = CtHidden(a=2**64)")
+              .status == ci::ExecutionStatus::kSuccess);
+  CHECK(check_execution_error([&] { (void)h.sb().get_variable("ct_hidden"); }, ci::Stage::kExecute,
+                              ci::ErrorKind::kInvalidArgument) ==
+        "get_variable 'ct_hidden': " + prefix + "integer out of the 64-bit range JSON numbers are read in: "
+        "18446744073709551616");
 }
 
 // ---- restart ----
