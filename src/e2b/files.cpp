@@ -207,21 +207,30 @@ void E2BSandbox::do_move(std::string_view path, std::string_view to) {
 
 void E2BSandbox::do_copy(std::string_view from, std::string_view to) {
   // envd has no copy: the sandbox's own cp does it, the paths passed as environment variables so no path is ever
-  // read as shell syntax. Stat first, so a missing source is kNotFound as everywhere else.
+  // read as shell syntax. Stat first, so a missing source is kNotFound as everywhere else. `~` and `~/...` are the
+  // home directory, as envd reads them; a directory into or onto itself is refused before anything is made (exit
+  // status 22, EINVAL), as on the other backends.
   (void)impl_->rpc("filesystem.Filesystem/Stat", {{"path", from}}, Stage::kUpload, "copy");
+  constexpr int kIntoItself = 22;
   CommandOptions options;
   options.env = {{"CI_COPY_FROM", std::string(from)}, {"CI_COPY_TO", std::string(to)}};
   const auto r = execute_command(
-      "mkdir -p -- \"$(dirname -- \"$CI_COPY_TO\")\" && "
-      "if [ -d \"$CI_COPY_FROM\" ] && [ -d \"$CI_COPY_TO\" ]; then cp -a -- \"$CI_COPY_FROM\"/. \"$CI_COPY_TO\"; "
-      "else cp -a -T -- \"$CI_COPY_FROM\" \"$CI_COPY_TO\"; fi",
+      "from=$CI_COPY_FROM; to=$CI_COPY_TO; "
+      "case $from in '~') from=$HOME ;; '~/'*) from=$HOME/${from#??} ;; esac; "
+      "case $to in '~') to=$HOME ;; '~/'*) to=$HOME/${to#??} ;; esac; "
+      "if [ -d \"$from\" ]; then case \"$(realpath -m -- \"$to\")/\" in \"$(realpath -m -- \"$from\")\"/*) "
+      "echo 'cannot copy a directory into itself' >&2; exit " + std::to_string(kIntoItself) + " ;; esac; fi; "
+      "mkdir -p -- \"$(dirname -- \"$to\")\" && "
+      "if [ -d \"$from\" ] && [ -d \"$to\" ]; then cp -a -- \"$from\"/. \"$to\"; "
+      "else cp -a -T -- \"$from\" \"$to\"; fi",
       options);
   if (r.status != ExecutionStatus::kSuccess) {
     // cp's stderr is the sandbox's text: our secrets taken out, bounded and made valid UTF-8 like any service text.
     std::string said = impl_->stub.untrusted_text(r.stderr_text.empty() ? r.error : r.stderr_text);
     while (!said.empty() && said.back() == '\n') said.pop_back();
+    const bool into_itself = r.status == ExecutionStatus::kError && r.exit_code == kIntoItself;
     throw SandboxExecutionError("copy '" + std::string(from) + "' to '" + std::string(to) + "' failed: " + said,
-                                Stage::kUpload, detail::error_kind_of(r));
+                                Stage::kUpload, into_itself ? ErrorKind::kInvalidArgument : detail::error_kind_of(r));
   }
 }
 

@@ -282,6 +282,33 @@ TEST_CASE("a failed copy quotes cp's stderr with the API key redacted", "[e2b][f
   sandbox->terminate();
 }
 
+TEST_CASE("copy reads ~ as the home directory and refuses a directory into or onto itself, making nothing",
+          "[e2b][files]") {
+  E2BServer server;
+  auto sandbox = E2BSandbox::create(server.options());
+  sandbox->write_file("cpt/a/f.txt", "x");
+  sandbox->copy("~/cpt/a", "~/cpt/b");
+  CHECK(sandbox->read_file("cpt/b/f.txt") == "x");
+  sandbox->copy("~/cpt/a/f.txt", "cpt/g.txt");
+  CHECK(sandbox->read_file("~/cpt/g.txt") == "x");
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"cpt/a", "cpt/a/sub"}, {"~/cpt/a", "cpt/a"}, {"cpt/a/", "~/cpt/./a/../a/deeper/x"}}) {
+    INFO(from << " -> " << to);
+    try {
+      sandbox->copy(from, to);
+      FAIL("copy did not throw");
+    } catch (const SandboxExecutionError& e) {
+      CHECK(std::string(e.what()) ==
+            "copy '" + from + "' to '" + to + "' failed: cannot copy a directory into itself");
+      CHECK(e.stage() == Stage::kUpload);
+      CHECK(e.kind() == ErrorKind::kInvalidArgument);
+    }
+  }
+  CHECK_FALSE(sandbox->exists("cpt/a/sub"));
+  CHECK_FALSE(sandbox->exists("cpt/a/deeper"));
+  sandbox->terminate();
+}
+
 TEST_CASE("set_timeout renews the lease, an expired sandbox is gone: ERROR, retry_safe, state_lost", "[e2b]") {
   E2BServer server;
   auto options = server.options();
