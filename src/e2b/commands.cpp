@@ -71,9 +71,15 @@ ExecutionResult E2BSandbox::Impl::command(std::string_view cmd, const CommandOpt
                 "may still be running");
     return r;
   }
-  // Cut, and the budget ran out before a stream could tell the end: envd's deadline (Connect-Timeout-Ms) ends the
-  // command, whatever the cut hid.
-  if (followed.deadline_passed && followed.cuts > 0) return timed_out();
+  // Cut, and the budget ran out before a stream could tell the end: envd's deadline (Connect-Timeout-Ms) kills the
+  // command if it still runs then; what the cut hid may also have been its own end, so the text does not say killed.
+  if (followed.deadline_passed && followed.cuts > 0) {
+    timed_out();
+    r.error = "command: timed out after " + std::to_string(budget.count()) +
+              " ms while its stream was cut off; envd kills the command at that deadline if it still runs, so it "
+              "was killed or had ended unseen";
+    return r;
+  }
   if (!ex.ok()) {
     transport_failure(ex, "command", r);
     // Our backstop fired after envd's own limit should have: name the caller's budget, not libcurl's timer.

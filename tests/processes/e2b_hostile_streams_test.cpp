@@ -71,6 +71,29 @@ TEST_CASE("cut stream: execute_command whose budget runs out after a re-attach i
   sandbox->terminate();
 }
 
+TEST_CASE("cut stream: a budget that runs out while the stream is silent is kTimeout that does not claim a kill",
+          "[processes][e2b]") {
+  E2BServer server;
+  auto options = server.options();
+  options.process_keepalive = 1s;
+  auto sandbox = E2BSandbox::create(options);
+  // Units 0 start, 1 "first"; then nothing: the stream is dead only after 2 s, past the 1.5 s budget, while the
+  // command itself ended at 0.8 s. The call cannot know which of the two ended it.
+  server.fault({{"surface", "envd"}, {"path", "/process.Process/Start"}, {"action", "stall"}, {"after", 2}});
+  CommandOptions o;
+  o.timeout = 1500ms;
+  const auto r = sandbox->execute_command("echo first; sleep 0.8; echo done", o);
+  CHECK(r.status == ExecutionStatus::kTimeout);
+  CHECK(r.timeout_kind == TimeoutKind::kExecution);
+  CHECK(r.exit_code == -1);
+  CHECK(r.error == "command: timed out after 1500 ms while its stream was cut off; envd kills the command at that "
+                   "deadline if it still runs, so it was killed or had ended unseen");
+  CHECK(r.stdout_text == "first\n");
+  CHECK(r.truncated);
+  CHECK(count_requests(server, "/process.Process/Connect") == 0);
+  sandbox->terminate();
+}
+
 TEST_CASE("cut stream: a spawned process whose lifetime runs out after a re-attach reads as its timeout",
           "[processes][e2b]") {
   E2BServer server;
