@@ -79,6 +79,21 @@ ExecutionResult BedrockAgentCoreSandbox::Impl::command(std::string_view cmd, con
       poll_failed = std::move(*failed);  // it keeps the output of the previous poll, below
       break;
     }
+    // An answer about another task would be another command's output and end: not the protocol
+    // (docs/protocols/bedrock.md: getTask answers {taskId, taskStatus, ...}); this task's fate stays unknown.
+    if (const auto t = polled.structured.find("taskId");
+        t != polled.structured.end() && (!t->is_string() || t->get_ref<const std::string&>() != task_id)) {
+      stop_task(task_id);
+      ExecutionResult malformed;
+      malformed.code = std::string(cmd);
+      malformed.status = ExecutionStatus::kUnknown;
+      malformed.failure = FailureDetail{"protocol.malformed", false};
+      malformed.error = "command: the sandbox's answer was not the protocol: a getTask answer about task " +
+                        (t->is_string() ? stub.service_text(t->get<std::string>(), 100) : std::string("(not a string)")) +
+                        " on a poll of task " + stub.service_text(task_id, 100) + "; the task was stopped";
+      poll_failed = std::move(malformed);  // it keeps the output of the previous poll, below
+      break;
+    }
     last = std::move(polled);
     const auto s = last.structured.find("taskStatus");
     task_status = s != last.structured.end() && s->is_string() ? s->get<std::string>() : "";

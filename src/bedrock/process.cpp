@@ -182,7 +182,7 @@ class BedrockProcessDriver final : public detail::ProcessDriver {
       failure_ = FailureDetail{"protocol.malformed", false};
       error_ = "the sandbox's answer was not the protocol: a getTask answer about task " +
                (t->is_string() ? calls_.service_text(t->get_ref<const std::string&>()) : std::string("(not a string)")) +
-               " on a poll of task " + id_ + "; the task may still be running";
+               " on a poll of task " + calls_.service_text(id_) + "; the task may still be running";
       return true;
     }
     const bool new_out = inv.out.size() > fed_out_, new_err = inv.err.size() > fed_err_;

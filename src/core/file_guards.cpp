@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "code_interpreter/logging.hpp"
+#include "core/untrusted.hpp"
 
 namespace code_interpreter::detail {
 
@@ -38,16 +39,9 @@ std::optional<FileInfo> file_info_from_stat(std::string_view path, const nlohman
                                  : FileType::kOther;
   info.is_directory = info.type == FileType::kDirectory;
   info.size = size->get<std::uint64_t>();
-  // Clamped to what system_clock holds (about the years 1678 to 2262 in nanoseconds): a time past it would overflow.
-  using std::chrono::milliseconds;
-  constexpr auto kLatest = std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::duration::max()).count();
-  constexpr auto kEarliest =
-      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::duration::min()).count();
-  info.modified = std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          milliseconds(mtime->is_number_unsigned() && mtime->get<std::uint64_t>() > std::uint64_t(kLatest)
-                           ? kLatest
-                           : std::clamp<std::int64_t>(mtime->get<std::int64_t>(), kEarliest, kLatest))));
+  info.modified = clamped_system_time(std::chrono::milliseconds(
+      mtime->is_number_unsigned() && mtime->get<std::uint64_t>() > std::uint64_t(INT64_MAX) ? INT64_MAX
+                                                                                           : mtime->get<std::int64_t>()));
   info.permissions = static_cast<std::uint32_t>(mode->get<std::uint64_t>() & 07777);
   return info;
 }

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "core/untrusted.hpp"
+
 namespace code_interpreter {
 
 namespace {
@@ -69,7 +71,9 @@ void from_json(const nlohmann::json& j, FileInfo& v) {
   if (const auto it = j.find("type"); it != j.end()) v.type = parse_enum(*it, kFileTypes, "file type");
   v.modified.reset();
   if (const auto it = j.find("modified_ms"); it != j.end())
-    v.modified = std::chrono::system_clock::time_point(std::chrono::milliseconds(it->get<std::int64_t>()));
+    v.modified = detail::clamped_system_time(std::chrono::milliseconds(
+        it->is_number_unsigned() && it->get<std::uint64_t>() > std::uint64_t(INT64_MAX) ? INT64_MAX
+                                                                                       : it->get<std::int64_t>()));
   v.permissions.reset();
   if (const auto it = j.find("permissions"); it != j.end()) v.permissions = it->get<std::uint32_t>();
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "code_interpreter/logging.hpp"
+#include "core/untrusted.hpp"
 #include "core/utf8.hpp"
 
 namespace code_interpreter {
@@ -123,6 +124,12 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
   if (!ymd.ok()) return std::nullopt;
   const auto point = std::chrono::sys_days(ymd) + std::chrono::hours(h) + std::chrono::minutes(mi) +
                      std::chrono::seconds(s) - offset;
+  // A time system_clock cannot hold in nanoseconds (after about 2262) is clamped, never wrapped by an overflow.
+  using std::chrono::seconds;
+  constexpr auto kLast = std::chrono::duration_cast<seconds>(std::chrono::system_clock::duration::max()) - seconds(1);
+  constexpr auto kFirst = std::chrono::duration_cast<seconds>(std::chrono::system_clock::duration::min()) + seconds(1);
+  if (point.time_since_epoch() >= kLast || point.time_since_epoch() <= kFirst)
+    return clamped_system_time(std::chrono::duration_cast<seconds>(point.time_since_epoch()));
   return std::chrono::time_point_cast<std::chrono::system_clock::duration>(point + fraction);
 }
 

@@ -3,17 +3,34 @@
 #pragma once
 
 #include <charconv>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
 #include <optional>
+#include <ratio>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
 namespace code_interpreter::detail {
+
+/// `since_epoch` (any unit down to nanoseconds) as a system_clock time point, clamped to what system_clock holds
+/// (about the years 1678 to 2262 in nanoseconds): a time a sandbox or a caller sends is never wrapped into another
+/// by an overflow.
+template <class Rep, class Period>
+std::chrono::system_clock::time_point clamped_system_time(std::chrono::duration<Rep, Period> since_epoch) {
+  using Given = std::chrono::duration<Rep, Period>;
+  using Held = std::chrono::system_clock::duration;
+  static_assert(std::ratio_less_equal_v<Held::period, Period>, "a unit finer than system_clock's");
+  constexpr auto kLatest = std::chrono::duration_cast<Given>(Held::max());
+  constexpr auto kEarliest = std::chrono::duration_cast<Given>(Held::min());
+  if (since_epoch >= kLatest) return std::chrono::system_clock::time_point(std::chrono::duration_cast<Held>(kLatest));
+  if (since_epoch <= kEarliest) return std::chrono::system_clock::time_point(std::chrono::duration_cast<Held>(kEarliest));
+  return std::chrono::system_clock::time_point(std::chrono::duration_cast<Held>(since_epoch));
+}
 
 /// Parsing and destroying a JSON value are iterative, but copying and dump() recurse once per level, so a value
 /// nested deeper than this would overflow the stack. No genuine answer comes near it (Python's json.dumps stops

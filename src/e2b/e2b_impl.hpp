@@ -122,9 +122,10 @@ struct Followed {
 };
 
 /// The most re-attached streams in a row that may be cut within a second before they carry output or the end (a
-/// proxy that cuts every stream at once, keep-alive or not, must not loop forever; such re-attaches are paced, at
-/// most ten a second). A stream that carried output or the end, or stayed open a second, resets the count, so a long
-/// process with occasional cuts, or a silent one behind a proxy that cuts idle streams, is never given up on.
+/// proxy that cuts every stream at once, keep-alive or not, must not loop forever). A stream that carried output
+/// bytes or the end, or stayed open a second, resets the count, so a long process with occasional cuts, or a silent
+/// one behind a proxy that cuts idle streams, is never given up on. Re-attaches start at least 100 ms apart whatever
+/// the streams carried: at most ten Connects a second.
 constexpr int kMaxReattachesInARow = 50;
 
 /// Sends `request` (process.Process/Start or Connect), feeding its body to `feed` (which feeds `stream`). A stream

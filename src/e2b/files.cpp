@@ -208,22 +208,28 @@ void E2BSandbox::do_move(std::string_view path, std::string_view to) {
 void E2BSandbox::do_copy(std::string_view from, std::string_view to) {
   // envd has no copy: the sandbox's own cp does it, the paths passed as environment variables so no path is ever
   // read as shell syntax. Stat first, so a missing source is kNotFound as everywhere else. `~` and `~/...` are the
-  // home directory, as envd reads them; a directory into or onto itself is refused before anything is made (exit
-  // status 22, EINVAL), as on the other backends.
+  // home directory, as envd reads them. A directory (not a link to one: cp -a copies the link) into or onto itself,
+  // or "/", is refused before anything is made, with the script's own exit status 22 (EINVAL), as on the other
+  // backends; where the sandbox has no realpath, cp's own check is left. Command substitutions end in "." so that
+  // a name ending in a newline keeps it.
   (void)impl_->rpc("filesystem.Filesystem/Stat", {{"path", from}}, Stage::kUpload, "copy");
-  constexpr int kIntoItself = 22;
+  constexpr int kIntoItself = 22;  // the exit status the script below gives
   CommandOptions options;
   options.env = {{"CI_COPY_FROM", std::string(from)}, {"CI_COPY_TO", std::string(to)}};
-  const auto r = execute_command(
-      "from=$CI_COPY_FROM; to=$CI_COPY_TO; "
-      "case $from in '~') from=$HOME ;; '~/'*) from=$HOME/${from#??} ;; esac; "
-      "case $to in '~') to=$HOME ;; '~/'*) to=$HOME/${to#??} ;; esac; "
-      "if [ -d \"$from\" ]; then case \"$(realpath -m -- \"$to\")/\" in \"$(realpath -m -- \"$from\")\"/*) "
-      "echo 'cannot copy a directory into itself' >&2; exit " + std::to_string(kIntoItself) + " ;; esac; fi; "
-      "mkdir -p -- \"$(dirname -- \"$to\")\" && "
-      "if [ -d \"$from\" ] && [ -d \"$to\" ]; then cp -a -- \"$from\"/. \"$to\"; "
-      "else cp -a -T -- \"$from\" \"$to\"; fi",
-      options);
+  const auto r = execute_command(R"sh(from=$CI_COPY_FROM; to=$CI_COPY_TO
+case $from in '~') from=$HOME ;; '~/'*) from=$HOME/${from#??} ;; esac
+case $to in '~') to=$HOME ;; '~/'*) to=$HOME/${to#??} ;; esac
+if [ -d "$from" ] && [ ! -L "$from" ] && command -v realpath >/dev/null 2>&1; then
+  f=$(realpath -m -- "$from"; echo .); f=${f%?}; f=${f%?}
+  t=$(realpath -m -- "$to"; echo .); t=${t%?}; t=${t%?}
+  inside=
+  case $f in /) inside=1 ;; *) case "$t/" in "$f"/*) inside=1 ;; esac ;; esac
+  if [ -n "$inside" ]; then echo 'cannot copy a directory into itself' >&2; exit 22; fi
+fi
+d=$(dirname -- "$to"; echo .); d=${d%?}; d=${d%?}
+mkdir -p -- "$d" || exit
+if [ -d "$from" ] && [ -d "$to" ]; then cp -a -- "$from"/. "$to"; else cp -a -T -- "$from" "$to"; fi)sh",
+                                 options);
   if (r.status != ExecutionStatus::kSuccess) {
     // cp's stderr is the sandbox's text: our secrets taken out, bounded and made valid UTF-8 like any service text.
     std::string said = impl_->stub.untrusted_text(r.stderr_text.empty() ? r.error : r.stderr_text);

@@ -23,12 +23,11 @@ using std::chrono::milliseconds;
 constexpr int kReattachAttempts = 3;
 constexpr milliseconds kReattachBackoff{200};
 // A re-attached stream open this long worked, whatever it carried (a silent process behind a proxy that cuts idle
-// streams); one cut sooner with no output or end counts toward kMaxReattachesInARow, and the next re-attach waits
-// kQuickCutPause times the count so far, at most kLongestQuickCutPause: a server that ends every stream at once
-// gets ten re-attaches a second at most, and fifty in about 4.5 s before the process is given up on, never a loop.
+// streams); one cut sooner with no output bytes or end counts toward kMaxReattachesInARow.
 constexpr milliseconds kHealthyStream{1000};
-constexpr milliseconds kQuickCutPause{10};
-constexpr milliseconds kLongestQuickCutPause{100};
+// Re-attaches start at least this far apart, whatever the streams carried: a server that ends every stream at once,
+// even after a byte of output, gets ten Connects a second at most.
+constexpr milliseconds kReattachSpacing{100};
 // How long after a cut a command's stream may take to re-attach, beyond its own budget (envd's deadline ends it).
 constexpr milliseconds kBackstop{std::chrono::seconds(10)};
 
@@ -55,6 +54,7 @@ Followed follow_process(http::HttpClient& client, const E2BStub& stub, http::Req
   f.ex = client.perform(request);
   int failures = 0;
   int in_a_row = 0;  // re-attached streams in a row cut quickly, before they carried output or an end
+  auto last_connect = Clock::now();  // when the last Start or Connect began
   while (cut_mid_run(f.ex, stream) && !cancel.stop_requested()) {
     const std::uint32_t pid = *stream.pid();
     if (failures == 0) ++f.cuts;
@@ -66,15 +66,17 @@ Followed follow_process(http::HttpClient& client, const E2BStub& stub, http::Req
       f.gave_up = true;
       break;
     }
-    if (in_a_row > 0) {
-      const auto pause = std::min(kQuickCutPause * in_a_row, kLongestQuickCutPause);
-      for (auto until = Clock::now() + pause; Clock::now() < until && !cancel.stop_requested() &&
-                                              !(deadline && Clock::now() >= *deadline);)
-        std::this_thread::sleep_for(milliseconds(10));
-      if (cancel.stop_requested()) break;
+    for (const auto until = last_connect + kReattachSpacing; Clock::now() < until && !cancel.stop_requested() &&
+                                                              !(deadline && Clock::now() >= *deadline);)
+      std::this_thread::sleep_for(milliseconds(10));
+    if (cancel.stop_requested()) break;
+    if (deadline && Clock::now() >= *deadline) {
+      f.deadline_passed = true;
+      break;
     }
     stream.reattach();
     const auto opened = Clock::now();
+    last_connect = opened;
     const auto events_before = stream.events();
     auto again = stub.process_connect_request(pid);
     if (deadline) again.timeout = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now()) + kBackstop;

@@ -264,12 +264,12 @@ bool ProcessStream::on_envelope(std::uint8_t flags, std::string_view payload) {
     // The first message is always `start` (docs/protocols/e2b.md "process.Process/Start").
     if (!pid_) return fail(StreamFault::kMalformed, "the stream did not begin with a start event");
     if (const auto data = event.find("data"); data != event.end()) {
-      ++events_;
       for (const char* name : {"stdout", "stderr"}) {
         const auto* field = string_field(*data, name);
         if (field == nullptr) continue;
         auto bytes = detail::base64_decode(*field);
         if (!bytes) return fail(StreamFault::kMalformed, "output that is not base64");
+        if (!bytes->empty()) ++events_;  // an empty data event is no more progress than a keep-alive
         auto& stream = name[3] == 'o' ? out_ : err_;
         auto& other = name[3] == 'o' ? err_ : out_;
         // Whatever the callback throws, a nlohmann::json::exception included, is the callback's. What the other

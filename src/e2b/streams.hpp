@@ -108,8 +108,8 @@ class ProcessStream {
   }
   /// The stream's `start` must name `pid` (process.Process/Connect to a known pid); another pid is malformed.
   void expect_pid(std::uint32_t pid) noexcept { expected_pid_ = pid; }
-  /// How many `data` and `end` envelopes after `start` the streams carried so far, across re-attaches (keep-alives
-  /// and unknown events are not counted).
+  /// How many pieces of output (each non-empty stdout or stderr of a `data` envelope) and `end` envelopes the streams
+  /// carried after `start` so far, across re-attaches (keep-alives, empty data and unknown events are not counted).
   [[nodiscard]] std::size_t events() const noexcept { return events_; }
 
  private:

@@ -292,7 +292,7 @@ TEST_CASE("copy reads ~ as the home directory and refuses a directory into or on
   sandbox->copy("~/cpt/a/f.txt", "cpt/g.txt");
   CHECK(sandbox->read_file("~/cpt/g.txt") == "x");
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"cpt/a", "cpt/a/sub"}, {"~/cpt/a", "cpt/a"}, {"cpt/a/", "~/cpt/./a/../a/deeper/x"}}) {
+           {"cpt/a", "cpt/a/sub"}, {"~/cpt/a", "cpt/a"}, {"cpt/a/", "~/cpt/./a/../a/deeper/x"}, {"/", "cpt/root"}}) {
     INFO(from << " -> " << to);
     try {
       sandbox->copy(from, to);
@@ -306,6 +306,7 @@ TEST_CASE("copy reads ~ as the home directory and refuses a directory into or on
   }
   CHECK_FALSE(sandbox->exists("cpt/a/sub"));
   CHECK_FALSE(sandbox->exists("cpt/a/deeper"));
+  CHECK_FALSE(sandbox->exists("cpt/root"));
   sandbox->terminate();
 }
 

@@ -193,6 +193,15 @@ TEST_CASE("times of a listing are RFC 3339 with Z or an offset and an optional f
   CHECK(parse_rfc3339("2026-01-02T03:04:05.123456789123Z") == at(3, 4, 5) + nanoseconds(123456789));
   CHECK(parse_rfc3339("2026-01-02T03:04:05+02:30") == at(0, 34, 5));
   CHECK(parse_rfc3339("2026-01-02T03:04:05-01:00") == at(4, 4, 5));
+  // Past what system_clock holds in nanoseconds (about 2262, 1677): clamped, never wrapped into another time.
+  const auto latest = system_clock::time_point(duration_cast<system_clock::duration>(
+      duration_cast<seconds>(system_clock::duration::max())));
+  const auto earliest = system_clock::time_point(duration_cast<system_clock::duration>(
+      duration_cast<seconds>(system_clock::duration::min())));
+  CHECK(parse_rfc3339("2300-01-01T00:00:00.5Z") == latest);
+  CHECK(parse_rfc3339("9999-12-31T23:59:59Z") == latest);
+  CHECK(parse_rfc3339("1600-01-01T00:00:00Z") == earliest);
+  CHECK(parse_rfc3339("2262-01-01T00:00:00Z") == sys_days(year(2262) / 1 / 1));
   for (const char* bad : {"", "2026-01-02", "2026-01-02T03:04:05", "2026-01-02 03:04:05Z", "2026-02-30T00:00:00Z",
                           "2026-13-01T00:00:00Z", "2026-01-02T24:00:00Z", "2026-01-02T03:04:05.Z",
                           "2026-01-02T03:04:05+0200", "2026-01-02T03:04:05Zjunk", "+2026-01-02T03:04:05Z",

@@ -239,6 +239,26 @@ TEST_CASE("bedrock task: a getTask answer about another task is not taken: kUnkn
   sandbox->terminate();
 }
 
+TEST_CASE("bedrock command: a getTask answer about another task is not taken: kUnknown, the task stopped",
+          "[processes][bedrock]") {
+  BedrockServer server;
+  auto sandbox = BedrockAgentCoreSandbox::create(server.options());
+  const nlohmann::json other = {{"taskId", "11111111-2222-3333-4444-555555555555"}, {"taskStatus", "completed"},
+                                {"stdout", "output of another task\n"}, {"stderr", ""}, {"exitCode", 0}};
+  server.fault({{"operation", "invoke"}, {"tool", "getTask"}, {"action", "result"}, {"count", 1},
+                {"result", {{"content", nlohmann::json::array({{{"type", "text"}, {"text", "x"}}})},
+                            {"isError", false}, {"structuredContent", other}}}});
+  const auto r = sandbox->execute_command("echo mine; sleep 30");
+  CHECK(r.status == ExecutionStatus::kUnknown);
+  REQUIRE(r.failure);
+  CHECK(r.failure->exception_type == "protocol.malformed");
+  CHECK(r.error.rfind("command: the sandbox's answer was not the protocol: a getTask answer about task "
+                      "11111111-2222-3333-4444-555555555555 on a poll of task ", 0) == 0);
+  CHECK(r.error.substr(r.error.size() - 22) == "; the task was stopped");
+  CHECK(r.stdout_text.empty());
+  sandbox->terminate();
+}
+
 TEST_CASE("bedrock task: output past what one getTask answer may carry ends kUnknown at once, its output kept",
           "[processes][bedrock]") {
   BedrockServer server;

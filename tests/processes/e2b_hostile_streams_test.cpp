@@ -158,28 +158,53 @@ TEST_CASE("cut stream: a server that cuts every re-attached stream right after i
   sandbox->terminate();
 }
 
-TEST_CASE("cut stream: re-attached streams that carry only a keep-alive are given up on, paced, never looped",
+TEST_CASE("cut stream: re-attached streams that carry only a keep-alive or empty output are given up on, paced",
+          "[processes][e2b]") {
+  for (const json& filler : {json{{"keepalive", json::object()}}, json{{"data", json::object()}},
+                             json{{"data", {{"stdout", ""}, {"stderr", ""}}}}}) {
+    INFO("each stream: start, then " << filler.dump());
+    E2BServer server;
+    auto sandbox = E2BSandbox::create(server.options());
+    auto p = sandbox->spawn("sleep 30");
+    // Every Connect: the process's own start, the filler, then the body ends as if cut (no end event).
+    server.fault({{"surface", "envd"}, {"path", "/process.Process/Connect"}, {"action", "envelopes"},
+                  {"envelopes", {start_event(std::stoul(p.id())), json{{"payload", {{"event", filler}}}}}},
+                  {"count", -1}});
+    const auto start = std::chrono::steady_clock::now();
+    auto q = sandbox->connect_process(p.id());
+    const auto r = q.wait(30s);
+    const auto took = std::chrono::steady_clock::now() - start;
+    CHECK(r.state == ProcessState::kUnknown);
+    REQUIRE(r.failure);
+    CHECK(r.failure->exception_type == "connect.reattach_limit");
+    // The Connect of connect_process, then 50 re-attaches, each at least 100 ms after the one before: 5 s at least.
+    CHECK(count_requests(server, "/process.Process/Connect") == 51);
+    CHECK(took >= 5000ms);
+    CHECK(took < 30s);
+    p.kill();
+    sandbox->terminate();
+  }
+}
+
+TEST_CASE("cut stream: re-attaches start at least 100 ms apart even when every stream carries output",
           "[processes][e2b]") {
   E2BServer server;
   auto sandbox = E2BSandbox::create(server.options());
   auto p = sandbox->spawn("sleep 30");
-  // Every Connect: the process's own start, one keep-alive, then the body ends as if cut (no end event).
-  const json keepalive = {{"payload", {{"event", {{"keepalive", json::object()}}}}}};
+  // Every Connect: start, one byte of output, then cut. Output resets the count, so only the spacing bounds it.
   server.fault({{"surface", "envd"}, {"path", "/process.Process/Connect"}, {"action", "envelopes"},
-                {"envelopes", {start_event(std::stoul(p.id())), keepalive}}, {"count", -1}});
-  const auto start = std::chrono::steady_clock::now();
+                {"envelopes", {start_event(std::stoul(p.id())),
+                               json{{"payload", {{"event", {{"data", {{"stdout", "eAo="}}}}}}}}}},
+                {"count", -1}});
   auto q = sandbox->connect_process(p.id());
-  const auto r = q.wait(30s);
-  const auto took = std::chrono::steady_clock::now() - start;
-  CHECK(r.state == ProcessState::kUnknown);
-  REQUIRE(r.failure);
-  CHECK(r.failure->exception_type == "connect.reattach_limit");
-  // The Connect of connect_process, then 50 re-attaches, each after a quick cut waiting 10 ms times the cuts so far
-  // (at most 100 ms): 4.45 s of pauses at least.
-  CHECK(count_requests(server, "/process.Process/Connect") == 51);
-  CHECK(took >= 4400ms);
-  CHECK(took < 30s);
-  p.kill();
+  const auto r = q.wait(2s);
+  CHECK(r.state == ProcessState::kRunning);
+  // At most one Connect per 100 ms in those 2 s (plus the first): never the thousands a second of a loop.
+  const auto connects = count_requests(server, "/process.Process/Connect");
+  CHECK(connects >= 2);
+  CHECK(connects <= 22);
+  CHECK(r.stdout_text.substr(0, 4) == "x\nx\n");
+  q.kill();
   sandbox->terminate();
 }
 

@@ -104,18 +104,20 @@ TEST_CASE("a copy that merges into a destination holding a symlink back into the
           "[fs]") {
   auto sb = fresh();
   // /files/b/s leads to /files/a/s/t: merging a/s into b/s through the link would write a/s into a/s/t/t/... .
+  // The source holds only the directory, so nothing but the directory link can stop the copy.
   REQUIRE(run(*sb, "import os\nos.makedirs('/files/a/s/t')\nos.makedirs('/files/b')\n"
-                   "os.symlink('/files/a/s/t', '/files/b/s')\nopen('/files/a/f.txt', 'w').write('x')\n"
-                   "os.symlink('/files/a/f.txt', '/files/b/f.txt')\nkept = 1")
+                   "os.symlink('/files/a/s/t', '/files/b/s')\nkept = 1")
               .status == ci::ExecutionStatus::kSuccess);
   const auto began = std::chrono::steady_clock::now();
   check_refused([&] { sb->copy("/files/a", "/files/b"); }, ci::Stage::kUpload, ci::ErrorKind::kInvalidArgument,
                 "copy '/files/a': already exists (EEXIST)");
   CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(10));
   // The source is as it was, the link was not written through, and the runtime and its state are the same.
-  CHECK(eval(*sb, "sorted(os.listdir('/files/a/s/t')), open('/files/a/f.txt').read(), kept") == "([], 'x', 1)");
+  CHECK(eval(*sb, "sorted(os.listdir('/files/a/s/t')), os.path.islink('/files/b/s'), kept") == "([], True, 1)");
   // A file link in the destination is not written through either.
-  REQUIRE(run(*sb, "import os\nos.remove('/files/b/s')").status == ci::ExecutionStatus::kSuccess);
+  REQUIRE(run(*sb, "import os\nos.remove('/files/b/s')\nopen('/files/a/f.txt', 'w').write('x')\n"
+                   "os.symlink('/files/a/f.txt', '/files/b/f.txt')")
+              .status == ci::ExecutionStatus::kSuccess);
   check_refused([&] { sb->copy("/files/a/f.txt", "/files/b/f.txt"); }, ci::Stage::kUpload,
                 ci::ErrorKind::kInvalidArgument, "copy '/files/a/f.txt': already exists (EEXIST)");
   CHECK(eval(*sb, "open('/files/a/f.txt').read(), os.path.islink('/files/b/f.txt')") == "('x', True)");
@@ -205,6 +207,17 @@ TEST_CASE("a file copy refused under the memory cap is quota_exceeded, keeps the
   if (refusal == "copy '/files/big': not enough memory under the runtime's memory limit (ENOMEM)") {
     CHECK(eval(*sb, "kept, os.path.exists('" + last + "'), os.path.getsize('/files/big')") ==
           "('state', False, 50331648)");
+    // A file already at the destination is kept whole when the copy over it is refused; one that goes through
+    // replaces it whole.
+    sb->write_file("/files/old.txt", "old");
+    try {
+      sb->copy("/files/big", "/files/old.txt");
+      CHECK(eval(*sb, "os.path.getsize('/files/old.txt')") == "50331648");
+    } catch (const ci::SandboxExecutionError& e) {
+      CHECK(e.kind() == ci::ErrorKind::kQuotaExceeded);
+      if (std::string(e.what()).find("(ENOMEM)") != std::string::npos) CHECK(sb->read_file("/files/old.txt") == "old");
+    }
+    CHECK(eval(*sb, "sorted(n for n in os.listdir('/files') if 'copying' in n)") == "[]");
   } else {
     CHECK(refusal == "the runtime exceeded its memory limit of 400 MiB; a fresh runtime was started and its files and "
                      "state are lost");

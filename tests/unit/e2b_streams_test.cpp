@@ -623,6 +623,8 @@ TEST_CASE("ProcessStream counts the data and end events after start, across re-a
   CHECK(stream.events() == 1);
   CHECK(stream.feed(message({{"keepalive", nlohmann::json::object()}}) + message({{"unknown", 1}})));
   CHECK(stream.events() == 1);
+  CHECK(stream.feed(message({{"data", nlohmann::json::object()}}) + message({{"data", {{"stdout", ""}}}})));
+  CHECK(stream.events() == 1);
   stream.reattach();
   CHECK(stream.feed(message(kStart)));
   CHECK(stream.events() == 1);

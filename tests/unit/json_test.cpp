@@ -124,6 +124,20 @@ TEST_CASE("a code error is JSON {name, value, traceback}", "[json]") {
   CHECK(j == json::parse(R"({"name": "KeyError", "value": "'x'", "traceback": "Traceback\nKeyError: 'x'"})"));
 }
 
+TEST_CASE("a FileInfo's modified_ms past what system_clock holds is clamped, never wrapped", "[json]") {
+  using namespace std::chrono;
+  const auto latest = system_clock::time_point(
+      duration_cast<system_clock::duration>(duration_cast<milliseconds>(system_clock::duration::max())));
+  for (const char* text : {R"({"name": "f", "path": "f", "is_directory": false, "size": 1, "modified_ms": 20000000000000})",
+                           R"({"name": "f", "path": "f", "is_directory": false, "size": 1, "modified_ms": 18446744073709551615})"}) {
+    INFO(text);
+    CHECK(nlohmann::json::parse(text).get<FileInfo>().modified == std::optional(latest));
+  }
+  CHECK(nlohmann::json::parse(R"({"name": "f", "path": "f", "is_directory": false, "size": 1, "modified_ms": 5})")
+            .get<FileInfo>()
+            .modified == std::optional(system_clock::time_point(milliseconds(5))));
+}
+
 TEST_CASE("a FileInfo is JSON {name, path, is_directory, size} and round trips", "[json]") {
   const FileInfo info{"out.png", "/files/out.png", false, 123456789012ULL};
   const json j = info;

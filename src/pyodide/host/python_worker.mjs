@@ -508,6 +508,16 @@ function refuseIntoItself(FS, op, from, to) {
   }
 }
 
+// Whether an entry named `path` exists (a dangling symlink included).
+function entryExists(FS, path) {
+  try {
+    FS.lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 // Whether `path` exists and is itself a symlink (not followed).
 function isLinkEntry(FS, path) {
   try {
@@ -520,7 +530,8 @@ function isLinkEntry(FS, path) {
 // Copies a file, or a directory tree (links copied as links, never followed), to `to`; the caller made the parents
 // of `to` and refused a destination inside the source (refuseIntoItself). Below `to`, nothing is written through a
 // symlink already in the destination (EEXIST): it could lead back into the source and make the copy endless, or
-// anywhere else. A file whose bytes cannot be allocated under the memory cap is ENOMEM, and leaves no partial file.
+// anywhere else. A file is written under a temporary name beside the destination and renamed over it, so a failed
+// copy leaves the destination as it was; bytes that cannot be allocated under the memory cap are ENOMEM.
 // Iterative, so a deep tree cannot overflow the stack.
 function copyTree(FS, from, to) {
   const pending = [[from, to]];
@@ -545,13 +556,16 @@ function copyTree(FS, from, to) {
       FS.symlink(FS.readlink(src), dst);
     } else {
       if (isLinkEntry(FS, dst)) throw fsError("the destination holds a symlink", pyodide.ERRNO_CODES.EEXIST);
+      let part = `${dst}.copying`;
+      for (let n = 1; entryExists(FS, part); n++) part = `${dst}.copying${n}`;
       try {
-        FS.writeFile(dst, FS.readFile(src));
+        FS.writeFile(part, FS.readFile(src));
+        FS.rename(part, dst);
       } catch (e) {
         try {
-          FS.unlink(dst);
+          FS.unlink(part);
         } catch {
-          // not made
+          // not made, or renamed into place
         }
         if (e?.name === "RangeError") {
           throw fsError("not enough memory under the runtime's memory limit", pyodide.ERRNO_CODES.ENOMEM);
