@@ -18,6 +18,15 @@ namespace {
 
 using test::command_error_kind;
 
+// The next getTask is answered, once, about task 11111111-2222-3333-4444-555555555555, completed with exit 0.
+void answer_next_get_task_about_another_task(BedrockServer& server) {
+  const nlohmann::json other = {{"taskId", "11111111-2222-3333-4444-555555555555"}, {"taskStatus", "completed"},
+                                {"stdout", "output of another task\n"}, {"stderr", ""}, {"exitCode", 0}};
+  server.fault({{"operation", "invoke"}, {"tool", "getTask"}, {"action", "result"}, {"count", 1},
+                {"result", {{"content", nlohmann::json::array({{{"type", "text"}, {"text", "x"}}})},
+                            {"isError", false}, {"structuredContent", other}}}});
+}
+
 }  // namespace
 
 TEST_CASE("bedrock task: spawn runs a task whose exit status and output the handle reports", "[processes][bedrock]") {
@@ -221,11 +230,7 @@ TEST_CASE("bedrock task: a getTask answer about another task is not taken: kUnkn
           "[processes][bedrock]") {
   BedrockServer server;
   auto sandbox = BedrockAgentCoreSandbox::create(server.options());
-  const nlohmann::json other = {{"taskId", "11111111-2222-3333-4444-555555555555"}, {"taskStatus", "completed"},
-                                {"stdout", "output of another task\n"}, {"stderr", ""}, {"exitCode", 0}};
-  server.fault({{"operation", "invoke"}, {"tool", "getTask"}, {"action", "result"}, {"count", 1},
-                {"result", {{"content", nlohmann::json::array({{{"type", "text"}, {"text", "x"}}})},
-                            {"isError", false}, {"structuredContent", other}}}});
+  answer_next_get_task_about_another_task(server);
   auto p = sandbox->spawn("echo mine; sleep 30");
   const auto r = p.wait(20s);
   CHECK(r.state == ProcessState::kUnknown);
@@ -243,11 +248,7 @@ TEST_CASE("bedrock command: a getTask answer about another task is not taken: kU
           "[processes][bedrock]") {
   BedrockServer server;
   auto sandbox = BedrockAgentCoreSandbox::create(server.options());
-  const nlohmann::json other = {{"taskId", "11111111-2222-3333-4444-555555555555"}, {"taskStatus", "completed"},
-                                {"stdout", "output of another task\n"}, {"stderr", ""}, {"exitCode", 0}};
-  server.fault({{"operation", "invoke"}, {"tool", "getTask"}, {"action", "result"}, {"count", 1},
-                {"result", {{"content", nlohmann::json::array({{{"type", "text"}, {"text", "x"}}})},
-                            {"isError", false}, {"structuredContent", other}}}});
+  answer_next_get_task_about_another_task(server);
   const auto r = sandbox->execute_command("echo mine; sleep 30");
   CHECK(r.status == ExecutionStatus::kUnknown);
   REQUIRE(r.failure);
