@@ -54,7 +54,10 @@ TEST_CASE("copy and move of a directory into itself through .., ./ or a trailing
       {"/files/a", "/files/./a//b/c"},
       {"/files/a/b/..", "/files/a/b/x"},
   };
-  for (const auto& [from, to] : into_itself) {
+  for (const auto& paths : into_itself) {
+    // Named references, not structured bindings: clang 14 cannot capture a binding in a lambda.
+    const std::string& from = paths.first;
+    const std::string& to = paths.second;
     INFO(from << " -> " << to);
     check_refused([&] { sb->copy(from, to); }, ci::Stage::kUpload, ci::ErrorKind::kInvalidArgument,
                   "copy '" + from + "': invalid argument (EINVAL)");
