@@ -79,12 +79,14 @@ struct PyodideOptions {
   /// kUnsupported), never weakened.
   std::optional<NetworkPolicy> network_policy;
   /// Start runtimes (the first, and every respawn) by restoring a memory snapshot of a freshly loaded Pyodide
-  /// instead of loading it: about 0.4 s instead of 3 s. The image is made once per runtime build, in a throwaway
-  /// process that runs no other code, and kept in `snapshot_dir`; a missing, corrupt or unusable image, or no cache
-  /// directory, means a cold load with one warning (docs/backends/pyodide.md "Snapshots"). false: always cold.
+  /// instead of loading it: about 0.4 s instead of 3 s. The build makes a base image and installs it beside the
+  /// runtime; otherwise the image is made once per runtime build, in a throwaway process that runs no other code,
+  /// and kept in `snapshot_dir`. A missing, corrupt or unusable image, or no image and no cache directory, means a
+  /// cold load with one warning (docs/backends/pyodide.md "Snapshots"). false: always cold.
   bool use_snapshot = true;
-  /// Where snapshot images are kept (created when missing). Default: `$XDG_CACHE_HOME/code_interpreter/pyodide`,
-  /// else `$HOME/.cache/code_interpreter/pyodide`. Files are `snapshot-<64 hex key>.bin`, about 30 MiB each.
+  /// Where snapshot images are kept (created when missing). Unset: the base image beside the runtime when it
+  /// checks, else `$XDG_CACHE_HOME/code_interpreter/pyodide`, else `$HOME/.cache/code_interpreter/pyodide`. Set:
+  /// this directory alone. Files are `snapshot-<64 hex key>.bin`, about 30 MiB each.
   std::optional<std::filesystem::path> snapshot_dir;
   /// Cancels creation.
   std::stop_token cancel;
@@ -103,7 +105,7 @@ struct PyodideOptions {
 class CODE_INTERPRETER_EXPORT PyodideSandbox final : public CodeInterpreterSandbox {
  public:
   /// Starts the runtime and waits until Python is ready: about 0.5 s restoring the snapshot (use_snapshot), 3-4 s
-  /// loading cold, on an idle 2-core machine; the first create of a runtime build makes the snapshot (3-5 s more).
+  /// loading cold, on an idle 2-core machine; a create that finds no image to restore makes one (3-5 s more).
   /// @throws TemplateBuildError (stage template_build) if the runtime is missing or of the wrong version.
   /// @throws SandboxStartError (stages configure, start_runtime, install_packages) otherwise; nothing is left
   ///         running.

@@ -214,9 +214,14 @@ ReadyError PyodideHost::await_ready(std::optional<Clock::time_point> deadline, c
   if ((r.kind == ReadyError::kDied || r.kind == ReadyError::kMalformed) && snapshot) {
     logger()->warn("sandbox {}: a runtime restoring snapshot {} failed ({}); loading cold from now on", id_,
                    snapshot->string(), r.message);
-    std::error_code ignored;
-    fs::remove(*snapshot, ignored);  // made again by the next sandbox created
+    if (snapshot_installed) {
+      mark_snapshot_unusable(*snapshot);  // later sandboxes use the cache directory
+    } else {
+      std::error_code ignored;
+      fs::remove(*snapshot, ignored);  // made again by the next sandbox created
+    }
     snapshot.reset();
+    snapshot_installed = false;
     r = await_ready_once(deadline, cancel);
   }
   return r;

@@ -157,6 +157,7 @@ class PyodideHost {
 
   HostConfig config;
   std::optional<std::filesystem::path> snapshot;  // the checked image every runtime restores; nullopt: cold
+  bool snapshot_installed = false;  // `snapshot` is the base image beside the runtime: read, never removed
 
   [[nodiscard]] const std::string& id() const noexcept { return id_; }
 
@@ -193,7 +194,8 @@ class PyodideHost {
   }
 
   /// Waits for the current runtime (started now when there is none) to be ready. A runtime that dies while
-  /// restoring the snapshot is started again cold, after one warning, and the snapshot is not used again.
+  /// restoring the snapshot is started again cold, after one warning, and the snapshot is not used again: a
+  /// cache's image is removed (the next sandbox makes it again), the installed one is marked unusable.
   ReadyError await_ready(std::optional<HostClock::time_point> deadline, const std::stop_token& cancel);
 
   /// The snapshot runtimes of this sandbox restore: `file` (the cache's image for this runtime), made now if it is

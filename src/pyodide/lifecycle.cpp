@@ -260,12 +260,32 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
 
   const auto deadline = detail::deadline_from(options.create_timeout, detail::kDefaultPyodideCreateTimeout);
   std::optional<fs::path> snapshot_file;
-  if (const auto cache = detail::snapshot_cache_dir(options.snapshot_dir); options.use_snapshot && cache) {
+  bool installed_snapshot = false;
+  if (options.use_snapshot) {
+    const auto key = detail::snapshot_key(config.runtime);
+    // Without a snapshot_dir of the caller's, the base image made at build time beside the runtime serves when it
+    // checks (docs/backends/pyodide.md "Snapshots"); it is only ever read.
+    if (!options.snapshot_dir) {
+      const auto beside = detail::snapshot_path(config.runtime.dir, key);
+      std::error_code ec;
+      if (detail::snapshot_valid(beside)) {
+        snapshot_file = beside;
+        installed_snapshot = true;
+      } else if (fs::exists(beside, ec)) {
+        logger()->warn("sandbox {}: the snapshot installed beside the runtime, {}, does not check or failed to "
+                       "restore; using the cache directory instead",
+                       impl->host.id(), beside.string());
+      }
+    }
+    if (const auto cache = detail::snapshot_cache_dir(options.snapshot_dir); !snapshot_file && cache) {
+      snapshot_file = detail::snapshot_path(*cache, key);
+    }
     // The runtime may read the image (Deno and Landlock): named before the image exists, so that the process
     // that makes it runs with the very arguments of the ones that restore it.
-    snapshot_file = detail::snapshot_path(*cache, detail::snapshot_key(config.runtime));
-    readable.push_back(*snapshot_file);
-    spec.readable.push_back(*snapshot_file);
+    if (snapshot_file) {
+      readable.push_back(*snapshot_file);
+      spec.readable.push_back(*snapshot_file);
+    }
   }
 
   std::string allow = "--allow-read=";
@@ -288,7 +308,10 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
 
   std::stop_callback on_cancel(impl->options.cancel, [p = impl.get()] { p->host.wake(); });
   if (impl->options.use_snapshot) {
-    impl->host.snapshot = impl->host.find_or_make_snapshot(snapshot_file, deadline, impl->options.cancel);
+    impl->host.snapshot = installed_snapshot ? snapshot_file
+                                             : impl->host.find_or_make_snapshot(snapshot_file, deadline,
+                                                                                impl->options.cancel);
+    impl->host.snapshot_installed = installed_snapshot;
     if (impl->options.cancel.stop_requested()) {
       detail::throw_start_error({detail::ReadyError::kCancelled, "cancelled while the Pyodide runtime was starting"});
     }

@@ -29,9 +29,11 @@ std::optional<std::string> read_all(const fs::path& file, std::size_t max) {
   return data;
 }
 
-// Files found valid in this process, by path, with the size and modification time they had then.
+// Files found valid in this process, and files a restore failed from, by path, with the size and modification
+// time they had then.
 std::mutex g_checked_mu;
 std::map<fs::path, std::tuple<std::uintmax_t, fs::file_time_type>> g_checked;
+std::map<fs::path, std::tuple<std::uintmax_t, fs::file_time_type>> g_unusable;
 
 }  // namespace
 
@@ -69,6 +71,9 @@ bool snapshot_valid(const fs::path& file) {
   if (ec) return false;
   {
     std::lock_guard lock(g_checked_mu);
+    if (const auto bad = g_unusable.find(file); bad != g_unusable.end() && bad->second == std::tuple{size, mtime}) {
+      return false;
+    }
     const auto it = g_checked.find(file);
     if (it != g_checked.end() && it->second == std::tuple{size, mtime}) return true;
   }
@@ -82,6 +87,17 @@ bool snapshot_valid(const fs::path& file) {
   std::lock_guard lock(g_checked_mu);
   g_checked[file] = {size, mtime};
   return true;
+}
+
+void mark_snapshot_unusable(const fs::path& file) {
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  if (ec) return;
+  const auto mtime = fs::last_write_time(file, ec);
+  if (ec) return;
+  std::lock_guard lock(g_checked_mu);
+  g_checked.erase(file);
+  g_unusable[file] = {size, mtime};
 }
 
 void write_snapshot(const fs::path& file, std::string_view image) {
@@ -108,6 +124,7 @@ void write_snapshot(const fs::path& file, std::string_view image) {
   const auto mtime = fs::last_write_time(file, ec);
   if (!ec) {
     std::lock_guard lock(g_checked_mu);
+    g_unusable.erase(file);
     g_checked[file] = {size, mtime};
   }
 }

@@ -26,12 +26,18 @@ std::string snapshot_key(const Runtime& rt);
 /// `$HOME/.cache/code_interpreter/pyodide`; nullopt when neither variable is set (or set to a relative path).
 std::optional<std::filesystem::path> snapshot_cache_dir(const std::optional<std::filesystem::path>& dir);
 
-/// `<cache>/snapshot-<key>.bin`.
+/// `<cache>/snapshot-<key>.bin`. The base image made at build time (tools/make_snapshot.cpp) has this name in the
+/// runtime directory itself, and is installed with it.
 std::filesystem::path snapshot_path(const std::filesystem::path& cache, const std::string& key);
 
-/// Whether `file` holds a well-formed image whose SHA-256 matches its header. A file checked once in this process
-/// is not read again while its size and modification time stay the same.
+/// Whether `file` holds a well-formed image whose SHA-256 matches its header, and was not marked unusable. A file
+/// checked once in this process is not read again while its size and modification time stay the same.
 bool snapshot_valid(const std::filesystem::path& file);
+
+/// A runtime restoring `file` failed: snapshot_valid answers false for it in this process from now on, while its
+/// size and modification time stay the same. For an image the library may not remove (the one installed beside
+/// the runtime); an image in the cache is removed instead, and made again.
+void mark_snapshot_unusable(const std::filesystem::path& file);
 
 /// Writes `image` to `file` atomically (a temporary file in the same directory, renamed over it), creating the
 /// directory, and counts the file as checked by snapshot_valid. @throws std::filesystem::filesystem_error or std::system_error when it cannot.

@@ -176,27 +176,162 @@ TEST_CASE("an unwritable snapshot directory means cold loads with one warning", 
   CHECK(images(dir.path).size() == 1);  // only the blocker
 }
 
-TEST_CASE("with neither HOME nor XDG_CACHE_HOME set the sandbox loads cold with one warning", "[snapshot]") {
-  const std::string home = std::getenv("HOME") ? std::getenv("HOME") : "";
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const std::string xdg_value = xdg ? xdg : "";
-  ::unsetenv("HOME");
-  ::unsetenv("XDG_CACHE_HOME");
-  std::unique_ptr<ci::PyodideSandbox> sb;
-  std::string log;
-  try {
-    log = captured_log([&] { sb = ci::PyodideSandbox::create(); });
-  } catch (...) {
-    if (!home.empty()) ::setenv("HOME", home.c_str(), 1);
-    if (xdg) ::setenv("XDG_CACHE_HOME", xdg_value.c_str(), 1);
-    throw;
+#if CI_TEST_BASE_SNAPSHOT
+namespace {
+
+// The base image the build made beside the runtime (tools/make_snapshot.cpp).
+fs::path base_image() {
+  std::vector<fs::path> found;
+  for (const auto& e : fs::directory_iterator(CI_TEST_RUNTIME_DIR)) {
+    const auto name = e.path().filename().string();
+    if (name.rfind("snapshot-", 0) == 0 && e.path().extension() == ".bin") found.push_back(e.path());
   }
-  if (!home.empty()) ::setenv("HOME", home.c_str(), 1);
-  if (xdg) ::setenv("XDG_CACHE_HOME", xdg_value.c_str(), 1);
+  REQUIRE(found.size() == 1);
+  return found[0];
+}
+
+// A copy of the runtime directory beside it (hard links where the file system allows), with the base image
+// replaced by `image` (none when nullopt); removed at the end of the scope.
+struct RuntimeCopy {
+  fs::path dir = fs::path(CI_TEST_RUNTIME_DIR).parent_path() / ("pyodide-copy-" + std::to_string(::getpid()));
+  fs::path image;
+  explicit RuntimeCopy(const std::optional<std::string>& contents) {
+    const auto original = base_image();
+    fs::remove_all(dir);
+    std::error_code ec;
+    fs::copy(CI_TEST_RUNTIME_DIR, dir, fs::copy_options::recursive | fs::copy_options::create_hard_links, ec);
+    if (ec) {
+      fs::remove_all(dir);
+      fs::copy(CI_TEST_RUNTIME_DIR, dir, fs::copy_options::recursive);
+    }
+    image = dir / original.filename();
+    fs::remove(image);  // a hard link: the original stays
+    if (contents) std::ofstream(image, std::ios::binary) << *contents;
+  }
+  ~RuntimeCopy() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+};
+
+// The files under `dir`, recursively (none when it does not exist).
+std::vector<fs::path> files_under(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file()) out.push_back(it->path());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the build installs a base image beside the runtime, which sandboxes restore and never write",
+          "[snapshot]") {
+  const auto image = base_image();
+  const auto bytes = test_support::read_text(image);
+  REQUIRE(bytes.size() > (std::size_t{16} << 20));
+  CHECK(bytes.substr(0, 8) == "CISNAP1 ");
+  CHECK(bytes.substr(8, 64) == sha256_hex(bytes.substr(80)));
+  const auto written = fs::last_write_time(image);
+  test_support::TempDir home;
+  test_support::ScopedEnv home_env("HOME", home.path().string());
+  test_support::ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
+  std::unique_ptr<ci::PyodideSandbox> a, b;
+  const auto log = captured_log([&] {
+    a = ci::PyodideSandbox::create();
+    b = ci::PyodideSandbox::create();
+  });
+  CHECK(log.empty());
+  // Restored from the installed image: nothing was made in the user's cache.
+  CHECK(files_under(home.path()).empty());
+  CHECK(text_of(a->execute_code("import os\nx = 1\nos.path.isdir('/files')")) == "True");
+  CHECK(text_of(b->execute_code("'x' in globals()")) == "False");
+  CHECK(text_of(a->execute_code("import random\nrandom.random()")) !=
+        text_of(b->execute_code("import random\nrandom.random()")));
+  CHECK(fs::last_write_time(image) == written);
+  // An explicit snapshot_dir is the caller's choice: the image is made there, not taken from beside the runtime.
+  test_support::TempDir dir;
+  auto c = ci::PyodideSandbox::create(in(dir.path()));
+  REQUIRE(images(dir.path()).size() == 1);
+  CHECK(images(dir.path())[0].filename() == image.filename());
+}
+
+TEST_CASE("with neither HOME nor XDG_CACHE_HOME set the base image serves, and without one the sandbox loads cold "
+          "with one warning",
+          "[snapshot]") {
+  test_support::ScopedEnv home("HOME", std::nullopt);
+  test_support::ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
+  std::unique_ptr<ci::PyodideSandbox> sb;
+  auto log = captured_log([&] { sb = ci::PyodideSandbox::create(); });
+  CHECK(log.empty());
+  CHECK(text_of(sb->execute_code("6 * 7")) == "42");
+
+  RuntimeCopy bare(std::nullopt);
+  ci::PyodideOptions o;
+  o.runtime_dir = bare.dir;
+  log = captured_log([&] { sb = ci::PyodideSandbox::create(o); });
   CHECK(count_of(log, "no snapshot cache directory") == 1);
   CHECK(count_of(log, "[warning]") == 1);
   CHECK(text_of(sb->execute_code("6 * 7")) == "42");
 }
+
+TEST_CASE("an installed image that does not check is left as it is, and the cache serves, with one warning",
+          "[snapshot]") {
+  auto corrupt = test_support::read_text(base_image());
+  corrupt[corrupt.size() / 2] ^= 0x5a;
+  RuntimeCopy copy(corrupt);
+  test_support::TempDir cache;
+  test_support::ScopedEnv xdg("XDG_CACHE_HOME", cache.path().string());
+  ci::PyodideOptions o;
+  o.runtime_dir = copy.dir;
+  std::unique_ptr<ci::PyodideSandbox> sb;
+  const auto log = captured_log([&] { sb = ci::PyodideSandbox::create(o); });
+  CHECK(count_of(log, "does not check or failed to restore; using the cache directory instead") == 1);
+  CHECK(count_of(log, "[warning]") == 1);
+  CHECK(text_of(sb->execute_code("6 * 7")) == "42");
+  CHECK(test_support::read_text(copy.image) == corrupt);
+  // The cache holds an image made now, under the same name.
+  const auto made = files_under(cache.path());
+  REQUIRE(made.size() == 1);
+  CHECK(made[0].filename() == copy.image.filename());
+}
+
+TEST_CASE("an installed image that checks but cannot be restored is kept, and later sandboxes use the cache",
+          "[snapshot]") {
+  const std::string garbage(std::size_t{1} << 20, 'z');
+  const std::string file = "CISNAP1 " + sha256_hex(garbage) + "       \n" + garbage;
+  RuntimeCopy copy(file);
+  test_support::TempDir cache;
+  test_support::ScopedEnv xdg("XDG_CACHE_HOME", cache.path().string());
+  ci::PyodideOptions o;
+  o.runtime_dir = copy.dir;
+  std::unique_ptr<ci::PyodideSandbox> a, b;
+  auto log = captured_log([&] { a = ci::PyodideSandbox::create(o); });
+  CHECK(count_of(log, "failed (") == 1);
+  CHECK(count_of(log, "loading cold from now on") == 1);
+  CHECK(count_of(log, "[warning]") == 1);
+  CHECK(text_of(a->execute_code("6 * 7")) == "42");
+  CHECK(test_support::read_text(copy.image) == file);
+  CHECK(files_under(cache.path()).empty());
+  log = captured_log([&] { b = ci::PyodideSandbox::create(o); });
+  CHECK(count_of(log, "does not check or failed to restore; using the cache directory instead") == 1);
+  CHECK(count_of(log, "[warning]") == 1);
+  CHECK(text_of(b->execute_code("6 * 7")) == "42");
+  CHECK(files_under(cache.path()).size() == 1);
+  CHECK(test_support::read_text(copy.image) == file);
+}
+#else
+TEST_CASE("with neither HOME nor XDG_CACHE_HOME set the sandbox loads cold with one warning", "[snapshot]") {
+  test_support::ScopedEnv home("HOME", std::nullopt);
+  test_support::ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
+  std::unique_ptr<ci::PyodideSandbox> sb;
+  const auto log = captured_log([&] { sb = ci::PyodideSandbox::create(); });
+  CHECK(count_of(log, "no snapshot cache directory") == 1);
+  CHECK(count_of(log, "[warning]") == 1);
+  CHECK(text_of(sb->execute_code("6 * 7")) == "42");
+}
+#endif
 
 TEST_CASE("use_snapshot false loads cold and writes no image", "[snapshot]") {
   TempDir dir;
