@@ -35,19 +35,6 @@ std::string sha256_hex(const std::string& data) {
   return out;
 }
 
-// A directory of its own under the temporary directory, removed at the end of the test.
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("ci-snapshot-test-" + std::to_string(::getpid()));
-  TempDir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
-
 // The snapshot files in `dir`.
 std::vector<fs::path> images(const fs::path& dir) {
   std::vector<fs::path> out;
@@ -90,14 +77,14 @@ ci::PyodideOptions in(const fs::path& dir) {
 
 TEST_CASE("the first sandbox makes the snapshot, the next restore it, and every one draws its own random numbers",
           "[snapshot]") {
-  TempDir dir;
+  test_support::TempDir dir;
   std::string first_random;
   const auto log = captured_log([&] {
-    auto a = ci::PyodideSandbox::create(in(dir.path));
+    auto a = ci::PyodideSandbox::create(in(dir.path()));
     first_random = text_of(a->execute_code("import random\nrandom.random()"));
   });
   CHECK(log.empty());
-  const auto files = images(dir.path);
+  const auto files = images(dir.path());
   REQUIRE(files.size() == 1);
   const auto name = files[0].filename().string();
   CHECK(name.size() == std::string("snapshot-.bin").size() + 64);
@@ -110,8 +97,8 @@ TEST_CASE("the first sandbox makes the snapshot, the next restore it, and every 
   CHECK(bytes.substr(72, 8) == "       \n");
   const auto written = fs::last_write_time(files[0]);
 
-  auto b = ci::PyodideSandbox::create(in(dir.path));
-  auto c = ci::PyodideSandbox::create(in(dir.path));
+  auto b = ci::PyodideSandbox::create(in(dir.path()));
+  auto c = ci::PyodideSandbox::create(in(dir.path()));
   const auto rb = text_of(b->execute_code("import random\nrandom.random()"));
   const auto rc = text_of(c->execute_code("import random\nrandom.random()"));
   CHECK(rb != rc);
@@ -126,14 +113,14 @@ TEST_CASE("the first sandbox makes the snapshot, the next restore it, and every 
 }
 
 TEST_CASE("a snapshot whose bytes do not match its digest is made again, with one warning", "[snapshot]") {
-  TempDir dir;
-  { auto a = ci::PyodideSandbox::create(in(dir.path)); }
-  const auto file = images(dir.path).at(0);
+  test_support::TempDir dir;
+  { auto a = ci::PyodideSandbox::create(in(dir.path())); }
+  const auto file = images(dir.path()).at(0);
   auto bytes = test_support::read_text(file);
   bytes[bytes.size() / 2] ^= 0x5a;
   { std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes; }
   std::unique_ptr<ci::PyodideSandbox> b;
-  const auto log = captured_log([&] { b = ci::PyodideSandbox::create(in(dir.path)); });
+  const auto log = captured_log([&] { b = ci::PyodideSandbox::create(in(dir.path())); });
   CHECK(count_of(log, "does not check; making it again") == 1);
   CHECK(count_of(log, "[warning]") == 1);
   CHECK(text_of(b->execute_code("6 * 7")) == "42");
@@ -143,29 +130,29 @@ TEST_CASE("a snapshot whose bytes do not match its digest is made again, with on
 }
 
 TEST_CASE("an image that checks but cannot be restored falls back to a cold load and is removed", "[snapshot]") {
-  TempDir dir;
-  { auto a = ci::PyodideSandbox::create(in(dir.path)); }
-  const auto file = images(dir.path).at(0);
+  test_support::TempDir dir;
+  { auto a = ci::PyodideSandbox::create(in(dir.path())); }
+  const auto file = images(dir.path()).at(0);
   // Well formed, with a correct digest, but not a Pyodide memory image (as after a Pyodide build change under the
   // same key): only restoring it can tell.
   const std::string image(std::size_t{1} << 20, 'z');
   { std::ofstream(file, std::ios::binary | std::ios::trunc) << "CISNAP1 " << sha256_hex(image) << "       \n" << image; }
   std::unique_ptr<ci::PyodideSandbox> b;
-  const auto log = captured_log([&] { b = ci::PyodideSandbox::create(in(dir.path)); });
+  const auto log = captured_log([&] { b = ci::PyodideSandbox::create(in(dir.path())); });
   CHECK(count_of(log, "failed (") == 1);
   CHECK(count_of(log, "loading cold from now on") == 1);
   CHECK(count_of(log, "[warning]") == 1);
   CHECK_FALSE(fs::exists(file));
   CHECK(text_of(b->execute_code("6 * 7")) == "42");
   // The next sandbox makes it again.
-  auto c = ci::PyodideSandbox::create(in(dir.path));
+  auto c = ci::PyodideSandbox::create(in(dir.path()));
   CHECK(fs::exists(file));
   CHECK(text_of(c->execute_code("6 * 7")) == "42");
 }
 
 TEST_CASE("an unwritable snapshot directory means cold loads with one warning", "[snapshot]") {
-  TempDir dir;
-  const auto blocker = dir.path / "a-file";
+  test_support::TempDir dir;
+  const auto blocker = dir.path() / "a-file";
   { std::ofstream(blocker) << "not a directory"; }
   std::unique_ptr<ci::PyodideSandbox> sb;
   const auto log = captured_log([&] { sb = ci::PyodideSandbox::create(in(blocker / "cache")); });
@@ -173,7 +160,7 @@ TEST_CASE("an unwritable snapshot directory means cold loads with one warning", 
   CHECK(count_of(log, "every runtime loads cold") == 1);
   CHECK(count_of(log, "[warning]") == 1);
   CHECK(text_of(sb->execute_code("6 * 7")) == "42");
-  CHECK(images(dir.path).size() == 1);  // only the blocker
+  CHECK(images(dir.path()).size() == 1);  // only the blocker
 }
 
 #if CI_TEST_BASE_SNAPSHOT
@@ -334,18 +321,18 @@ TEST_CASE("with neither HOME nor XDG_CACHE_HOME set the sandbox loads cold with 
 #endif
 
 TEST_CASE("use_snapshot false loads cold and writes no image", "[snapshot]") {
-  TempDir dir;
-  auto o = in(dir.path);
+  test_support::TempDir dir;
+  auto o = in(dir.path());
   o.use_snapshot = false;
   auto sb = ci::PyodideSandbox::create(o);
   CHECK(text_of(sb->execute_code("6 * 7")) == "42");
-  CHECK(images(dir.path).empty());
+  CHECK(images(dir.path()).empty());
 }
 
 TEST_CASE("a runtime killed after a timeout comes back restored, with a fresh state and its own random numbers",
           "[snapshot]") {
-  TempDir dir;
-  auto o = in(dir.path);
+  test_support::TempDir dir;
+  auto o = in(dir.path());
   o.interrupt_grace = std::chrono::milliseconds(0);
   auto sb = ci::PyodideSandbox::create(o);
   const auto before = text_of(sb->execute_code("import random\nkept = 1\nrandom.random()"));
@@ -356,5 +343,5 @@ TEST_CASE("a runtime killed after a timeout comes back restored, with a fresh st
   CHECK(r.state_lost);
   CHECK(text_of(sb->execute_code("'kept' in globals()")) == "False");
   CHECK(text_of(sb->execute_code("import random\nrandom.random()")) != before);
-  CHECK(images(dir.path).size() == 1);
+  CHECK(images(dir.path()).size() == 1);
 }
