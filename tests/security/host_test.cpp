@@ -4,6 +4,7 @@
 // Each program prints "blocked: <route>" or "reached: <route>: <what>"; the host checks the world outside too.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 
@@ -172,18 +173,20 @@ await attempt('Deno.symlinkSync', lambda: need(g).Deno.symlinkSync('/etc/passwd'
   CHECK(fs::is_empty(scratch.dir()));
 }
 
-TEST_CASE("no route changes, removes or plants a file beside the snapshot image every later runtime restores",
-          "[host]") {
-  // The image is the one file of the host a runtime reads that later runtimes trust; Deno and Landlock grant read
-  // access to it and nothing more. Snapshots on, whatever the registration (the cold one included).
-  security::Scratch cache;
-  ci::PyodideOptions options;
-  options.snapshot_dir = cache.dir();
+namespace {
+
+// Every write route against `image`, the snapshot file a sandbox created with `options` restores, and a file
+// planted beside it: all blocked, the directory and the image unchanged, and the next sandbox restores it.
+void check_image_holds(const ci::PyodideOptions& options, const fs::path& image) {
+  const auto listing = [&] {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(image.parent_path())) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    return files;
+  };
   auto sb = ci::PyodideSandbox::create(options);
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(cache.dir())) files.push_back(e.path());
-  REQUIRE(files.size() == 1);
-  const fs::path image = files[0];
+  const auto files = listing();
+  REQUIRE(std::count(files.begin(), files.end(), image) == 1);
   const std::string before = test_support::read_text(image);
   REQUIRE(before.size() > (std::size_t{16} << 20));
   const auto r = run(*sb, kPrelude + "import os\npath = os.environ['P']\nbeside = path + '.planted'\n" + R"PY(
@@ -199,14 +202,69 @@ await attempt('node:fs', lambda: need(g).process.getBuiltinModule('node:fs').wri
   REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
   CHECK(r.stdout_text == blocked({"Deno.writeFileSync", "Deno.truncateSync", "Deno.removeSync", "Deno.renameSync",
                                   "Deno.writeTextFileSync(beside)", "node:fs"}));
-  files.clear();
-  for (const auto& e : fs::directory_iterator(cache.dir())) files.push_back(e.path());
-  CHECK(files == std::vector<fs::path>{image});
+  CHECK(listing() == files);
   CHECK(test_support::read_text(image) == before);
   // The next sandbox restores the untouched image.
   auto next = ci::PyodideSandbox::create(options);
   CHECK(security::value_of(run(*next, "6 * 7")) == "42");
 }
+
+}  // namespace
+
+TEST_CASE("no route changes, removes or plants a file beside the snapshot image every later runtime restores",
+          "[host]") {
+  // The image is the one file of the host a runtime reads that later runtimes trust; Deno and Landlock grant read
+  // access to it and nothing more. Snapshots on, whatever the registration (the cold one included).
+  security::Scratch cache;
+  ci::PyodideOptions options;
+  options.snapshot_dir = cache.dir();
+  { auto maker = ci::PyodideSandbox::create(options); }
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(cache.dir())) files.push_back(e.path());
+  REQUIRE(files.size() == 1);
+  check_image_holds(options, files[0]);
+}
+
+#if CI_TEST_BASE_SNAPSHOT
+TEST_CASE("no route changes, removes or plants a file beside the base image installed in the runtime directory",
+          "[host]") {
+  // The image made at build time lives among the runtime's own files, which every sandbox on the machine loads.
+  // Attacked in a copy of the runtime directory (hard links, except the image: a copy of its bytes), so that a
+  // route that got through would change the copy's image, not the build's.
+  const fs::path original_dir = CI_TEST_RUNTIME_DIR;
+  fs::path original_image;
+  for (const auto& e : fs::directory_iterator(original_dir)) {
+    const auto name = e.path().filename().string();
+    if (name.rfind("snapshot-", 0) == 0 && e.path().extension() == ".bin") original_image = e.path();
+  }
+  REQUIRE(!original_image.empty());
+  const fs::path copy = original_dir.parent_path() / ("pyodide-security-" + std::to_string(::getpid()));
+  fs::remove_all(copy);
+  std::error_code ec;
+  fs::copy(original_dir, copy, fs::copy_options::recursive | fs::copy_options::create_hard_links, ec);
+  if (ec) {
+    fs::remove_all(copy);
+    fs::copy(original_dir, copy, fs::copy_options::recursive);
+  }
+  const fs::path image = copy / original_image.filename();
+  fs::remove(image);
+  fs::copy_file(original_image, image);
+  struct Remove {
+    fs::path dir;
+    ~Remove() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  } remove{copy};
+  security::Scratch home;
+  test_support::ScopedEnv home_env("HOME", home.dir().string());
+  test_support::ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
+  ci::PyodideOptions options;
+  options.runtime_dir = copy;
+  check_image_holds(options, image);
+  CHECK(fs::is_empty(home.dir()));  // restored from the installed image: nothing was made in the cache
+}
+#endif
 
 TEST_CASE("a file beside the wheels in wheel_dir is not readable: only the wheels the sandbox loads are", "[host]") {
   // Deno's --allow-read names the whole wheel directory; the kernel layer grants only the wheel files themselves.
