@@ -167,7 +167,7 @@ TEST_CASE("a tree 400 directories deep is copied and moved without overflowing t
   security::require_alive(*sb);
 }
 
-TEST_CASE("a copy that takes the runtime past its memory cap throws quota_exceeded and a fresh runtime follows",
+TEST_CASE("a copy that takes the runtime past its memory cap throws quota_exceeded: the runtime killed or the state kept",
           "[fs][memory]") {
   ci::PyodideOptions options;
   options.memory_limit_bytes = std::size_t{512} << 20;
@@ -177,11 +177,35 @@ TEST_CASE("a copy that takes the runtime past its memory cap throws quota_exceed
                    "    open('/files/big/%d/f.bin' % i, 'wb').write(block)\ndel block\nkept = 'state'")
               .status == ci::ExecutionStatus::kSuccess);
   const auto began = std::chrono::steady_clock::now();
-  check_refused([&] { sb->copy("/files/big", "/files/big2"); }, ci::Stage::kUpload, ci::ErrorKind::kQuotaExceeded,
-                "the runtime exceeded its memory limit of 512 MiB; a fresh runtime was started and its files and "
-                "state are lost");
+  std::string refusal;
+  try {
+    sb->copy("/files/big", "/files/big2");
+    FAIL("the copy went through");
+  } catch (const ci::SandboxExecutionError& e) {
+    CHECK(e.stage() == ci::Stage::kUpload);
+    CHECK(e.kind() == ci::ErrorKind::kQuotaExceeded);
+    refusal = e.what();
+  }
   CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(60));
-  CHECK(eval(*sb, "'kept' in globals(), os.path.exists('/files/big')") == "(False, False)");
+  // The data limit and the watchdog both count the copy's memory; which one stops it first is a race the design
+  // allows either way (docs/backends/pyodide.md, "Process limits"), each with its own exact outcome.
+  if (refusal == "copy '/files/big': not enough memory under the runtime's memory limit (ENOMEM)") {
+    // Refused while the runtime lives: its state is kept, every file the copy finished is whole, none is left
+    // under a temporary name. The files the copy finished stay in memory, so the watchdog may still find the
+    // runtime past the cap afterwards and replace it: the next call then says the state was lost.
+    const auto r = run(*sb, "import os\nkept, os.path.exists('/files/big'), sorted({os.path.getsize(os.path.join(d, "
+                            "f)) for d, _, fs in os.walk('/files/big2') for f in fs} - {10 << 20}), [n for d, _, fs "
+                            "in os.walk('/files') for n in fs if 'copying' in n]");
+    if (!r.state_lost) {
+      CHECK(value_of(r) == "('state', True, [], [])");
+    } else {
+      CHECK(r.status == ci::ExecutionStatus::kError);
+    }
+  } else {
+    CHECK(refusal == "the runtime exceeded its memory limit of 512 MiB; a fresh runtime was started and its files "
+                     "and state are lost");
+    CHECK(eval(*sb, "'kept' in globals(), os.path.exists('/files/big')") == "(False, False)");
+  }
   security::require_alive(*sb);
 }
 
