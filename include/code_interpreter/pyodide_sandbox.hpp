@@ -81,8 +81,9 @@ struct PyodideOptions {
   /// Start runtimes (the first, and every respawn) by restoring a memory snapshot of a freshly loaded Pyodide
   /// instead of loading it: about 0.4 s instead of 3 s. The build makes a base image and installs it beside the
   /// runtime; otherwise the image is made once per runtime build, in a throwaway process that runs no other code,
-  /// and kept in `snapshot_dir`. A missing, corrupt or unusable image, or no image and no cache directory, means a
-  /// cold load with one warning (docs/backends/pyodide.md "Snapshots"). false: always cold.
+  /// and kept in `snapshot_dir`. A corrupt or unusable image is made again in the cache directory, or replaced by
+  /// a cold load where it cannot be; each fallback logs one warning and never fails creation
+  /// (docs/backends/pyodide.md "Snapshots"). false: always cold.
   bool use_snapshot = true;
   /// Where snapshot images are kept (created when missing). Unset: the base image beside the runtime when it
   /// checks, else `$XDG_CACHE_HOME/code_interpreter/pyodide`, else `$HOME/.cache/code_interpreter/pyodide`. Set:

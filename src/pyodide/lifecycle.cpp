@@ -261,24 +261,33 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
   const auto deadline = detail::deadline_from(options.create_timeout, detail::kDefaultPyodideCreateTimeout);
   std::optional<fs::path> snapshot_file;
   bool installed_snapshot = false;
+  bool installed_rejected = false;  // an installed image is there but does not check or failed to restore
   if (options.use_snapshot) {
     const auto key = detail::snapshot_key(config.runtime);
+    const auto beside = detail::snapshot_path(config.runtime.dir, key);
     // Without a snapshot_dir of the caller's, the base image made at build time beside the runtime serves when it
     // checks (docs/backends/pyodide.md "Snapshots"); it is only ever read.
     if (!options.snapshot_dir) {
-      const auto beside = detail::snapshot_path(config.runtime.dir, key);
       std::error_code ec;
       if (detail::snapshot_valid(beside)) {
         snapshot_file = beside;
         installed_snapshot = true;
       } else if (fs::exists(beside, ec)) {
-        logger()->warn("sandbox {}: the snapshot installed beside the runtime, {}, does not check or failed to "
-                       "restore; using the cache directory instead",
-                       impl->host.id(), beside.string());
+        installed_rejected = true;
       }
     }
     if (const auto cache = detail::snapshot_cache_dir(options.snapshot_dir); !snapshot_file && cache) {
-      snapshot_file = detail::snapshot_path(*cache, key);
+      // A cache directory that is the runtime directory itself would rewrite the installed image: not used.
+      std::error_code ec;
+      const auto file = detail::snapshot_path(*cache, key);
+      if (!installed_rejected || !fs::equivalent(file, beside, ec)) snapshot_file = file;
+    }
+    if (installed_rejected) {
+      logger()->warn("sandbox {}: the snapshot installed beside the runtime, {}, does not check or failed to "
+                     "restore; {}",
+                     impl->host.id(), beside.string(),
+                     snapshot_file ? "using the cache directory instead"
+                                   : "there is no other cache directory: every runtime loads cold");
     }
     // The runtime may read the image (Deno and Landlock): named before the image exists, so that the process
     // that makes it runs with the very arguments of the ones that restore it.
@@ -308,9 +317,10 @@ std::unique_ptr<PyodideSandbox> PyodideSandbox::create(PyodideOptions options) {
 
   std::stop_callback on_cancel(impl->options.cancel, [p = impl.get()] { p->host.wake(); });
   if (impl->options.use_snapshot) {
-    impl->host.snapshot = installed_snapshot ? snapshot_file
-                                             : impl->host.find_or_make_snapshot(snapshot_file, deadline,
-                                                                                impl->options.cancel);
+    // An installed image that was rejected has had its one warning: no second one for the missing cache.
+    impl->host.snapshot = installed_snapshot || (installed_rejected && !snapshot_file)
+                              ? snapshot_file
+                              : impl->host.find_or_make_snapshot(snapshot_file, deadline, impl->options.cancel);
     impl->host.snapshot_installed = installed_snapshot;
     if (impl->options.cancel.stop_requested()) {
       detail::throw_start_error({detail::ReadyError::kCancelled, "cancelled while the Pyodide runtime was starting"});

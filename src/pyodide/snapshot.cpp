@@ -52,7 +52,12 @@ std::string snapshot_key(const Runtime& rt) {
 }
 
 std::optional<fs::path> snapshot_cache_dir(const std::optional<fs::path>& dir) {
-  if (dir) return *dir;
+  // Absolute: the runtime resolves the image's path from "/", the library from its own working directory.
+  if (dir) {
+    std::error_code ec;
+    auto absolute = fs::absolute(*dir, ec);
+    return ec ? *dir : absolute;
+  }
   for (const auto& [var, tail] : {std::pair{"XDG_CACHE_HOME", "code_interpreter/pyodide"},
                                   std::pair{"HOME", ".cache/code_interpreter/pyodide"}}) {
     const char* value = std::getenv(var);
@@ -77,13 +82,28 @@ bool snapshot_valid(const fs::path& file) {
     const auto it = g_checked.find(file);
     if (it != g_checked.end() && it->second == std::tuple{size, mtime}) return true;
   }
+  // A file that does not check is not read again either, until it changes.
+  const auto refuse = [&] {
+    std::lock_guard lock(g_checked_mu);
+    g_unusable[file] = {size, mtime};
+    return false;
+  };
+  {
+    // The header first: a file that is not an image is not read whole.
+    char header[kSnapshotHeaderBytes];
+    std::ifstream in(file, std::ios::binary);
+    if (!in.read(header, sizeof header) || std::string_view(header, kSnapshotMagic.size()) != kSnapshotMagic ||
+        header[kSnapshotHeaderBytes - 1] != '\n') {
+      return refuse();
+    }
+  }
   const auto data = read_all(file, kMaxSnapshotBytes + kSnapshotHeaderBytes);
   if (!data || data->size() <= kSnapshotHeaderBytes || data->compare(0, kSnapshotMagic.size(), kSnapshotMagic) != 0 ||
       (*data)[kSnapshotHeaderBytes - 1] != '\n') {
-    return false;
+    return refuse();
   }
   const std::string_view image = std::string_view(*data).substr(kSnapshotHeaderBytes);
-  if (std::string_view(*data).substr(kSnapshotMagic.size(), 64) != sha256_hex(image)) return false;
+  if (std::string_view(*data).substr(kSnapshotMagic.size(), 64) != sha256_hex(image)) return refuse();
   std::lock_guard lock(g_checked_mu);
   g_checked[file] = {size, mtime};
   return true;

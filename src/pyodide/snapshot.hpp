@@ -22,8 +22,9 @@ inline constexpr std::size_t kMaxSnapshotBytes = std::size_t{256} << 20;
 /// scripts and lock files of `rt` (a different Pyodide build or worker makes a different key). 64 hex digits.
 std::string snapshot_key(const Runtime& rt);
 
-/// The cache directory: `dir` when given; else `$XDG_CACHE_HOME/code_interpreter/pyodide`, else
-/// `$HOME/.cache/code_interpreter/pyodide`; nullopt when neither variable is set (or set to a relative path).
+/// The cache directory: `dir` when given (made absolute against the working directory); else
+/// `$XDG_CACHE_HOME/code_interpreter/pyodide`, else `$HOME/.cache/code_interpreter/pyodide`; nullopt when neither
+/// variable is set (or set to a relative path).
 std::optional<std::filesystem::path> snapshot_cache_dir(const std::optional<std::filesystem::path>& dir);
 
 /// `<cache>/snapshot-<key>.bin`. The base image made at build time (tools/make_snapshot.cpp) has this name in the
@@ -31,7 +32,8 @@ std::optional<std::filesystem::path> snapshot_cache_dir(const std::optional<std:
 std::filesystem::path snapshot_path(const std::filesystem::path& cache, const std::string& key);
 
 /// Whether `file` holds a well-formed image whose SHA-256 matches its header, and was not marked unusable. A file
-/// checked once in this process is not read again while its size and modification time stay the same.
+/// checked once in this process, whatever the answer, is not read again while its size and modification time stay
+/// the same; a file whose 80-byte header is not an image's is not read further.
 bool snapshot_valid(const std::filesystem::path& file);
 
 /// A runtime restoring `file` failed: snapshot_valid answers false for it in this process from now on, while its

@@ -179,12 +179,16 @@ fs::path base_image() {
 
 // A copy of the runtime directory beside it (hard links where the file system allows), with the base image
 // replaced by `image` (none when nullopt); removed at the end of the scope.
+// `top` (removed with it) holds the copy at `top/<below>`; by default the copy is the top directory itself.
 struct RuntimeCopy {
-  fs::path dir = fs::path(CI_TEST_RUNTIME_DIR).parent_path() / ("pyodide-copy-" + std::to_string(::getpid()));
+  fs::path top = fs::path(CI_TEST_RUNTIME_DIR).parent_path() / ("pyodide-copy-" + std::to_string(::getpid()));
+  fs::path dir;
   fs::path image;
-  explicit RuntimeCopy(const std::optional<std::string>& contents) {
+  explicit RuntimeCopy(const std::optional<std::string>& contents, const fs::path& below = {})
+      : dir(below.empty() ? top : top / below) {
     const auto original = base_image();
-    fs::remove_all(dir);
+    fs::remove_all(top);
+    fs::create_directories(dir.parent_path());
     std::error_code ec;
     fs::copy(CI_TEST_RUNTIME_DIR, dir, fs::copy_options::recursive | fs::copy_options::create_hard_links, ec);
     if (ec) {
@@ -197,7 +201,7 @@ struct RuntimeCopy {
   }
   ~RuntimeCopy() {
     std::error_code ignored;
-    fs::remove_all(dir, ignored);
+    fs::remove_all(top, ignored);
   }
 };
 
@@ -308,6 +312,58 @@ TEST_CASE("an installed image that checks but cannot be restored is kept, and la
   CHECK(files_under(cache.path()).size() == 1);
   CHECK(test_support::read_text(copy.image) == file);
 }
+TEST_CASE("an installed image that does not check, with no other cache directory, means cold loads, one warning "
+          "and no write",
+          "[snapshot]") {
+  auto corrupt = test_support::read_text(base_image());
+  corrupt[corrupt.size() / 2] ^= 0x5a;
+  ci::PyodideOptions o;
+  std::unique_ptr<ci::PyodideSandbox> sb;
+  SECTION("neither HOME nor XDG_CACHE_HOME") {
+    RuntimeCopy copy(corrupt);
+    o.runtime_dir = copy.dir;
+    test_support::ScopedEnv home("HOME", std::nullopt);
+    test_support::ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
+    const auto log = captured_log([&] { sb = ci::PyodideSandbox::create(o); });
+    CHECK(count_of(log, "there is no other cache directory: every runtime loads cold") == 1);
+    CHECK(count_of(log, "[warning]") == 1);
+    CHECK(text_of(sb->execute_code("6 * 7")) == "42");
+    CHECK(test_support::read_text(copy.image) == corrupt);
+  }
+  SECTION("the cache directory is the runtime directory itself") {
+    // XDG_CACHE_HOME/code_interpreter/pyodide is the copy: making the cache's image would rewrite the installed one.
+    RuntimeCopy copy(corrupt, fs::path("code_interpreter") / "pyodide");
+    o.runtime_dir = copy.dir;
+    test_support::ScopedEnv xdg("XDG_CACHE_HOME", copy.top.string());
+    const auto log = captured_log([&] { sb = ci::PyodideSandbox::create(o); });
+    CHECK(count_of(log, "there is no other cache directory: every runtime loads cold") == 1);
+    CHECK(count_of(log, "[warning]") == 1);
+    CHECK(text_of(sb->execute_code("6 * 7")) == "42");
+    CHECK(test_support::read_text(copy.image) == corrupt);
+  }
+}
+
+TEST_CASE("make_snapshot restores the image it finds, makes a bad one again and removes stale files", "[snapshot]") {
+  const std::string garbage(std::size_t{1} << 20, 'z');
+  RuntimeCopy copy("CISNAP1 " + sha256_hex(garbage) + "       \n" + garbage);
+  const auto key_name = copy.image.filename().string();
+  const fs::path stale = copy.dir / "snapshot-0000000000000000000000000000000000000000000000000000000000000000.bin";
+  const fs::path partial = copy.dir / (key_name + ".part-1a2b3c4d");
+  const fs::path other = copy.dir / "notes.txt";
+  for (const auto& f : {stale, partial, other}) std::ofstream(f) << "x";
+  const std::string command = std::string(CI_TEST_MAKE_SNAPSHOT) + " " + copy.dir.string() + " >/dev/null 2>&1";
+  REQUIRE(std::system(command.c_str()) == 0);
+  const auto made = test_support::read_text(copy.image);
+  REQUIRE(made.size() > (std::size_t{16} << 20));
+  CHECK(made.substr(8, 64) == sha256_hex(made.substr(80)));
+  CHECK_FALSE(fs::exists(stale));
+  CHECK_FALSE(fs::exists(partial));
+  CHECK(fs::exists(other));
+  // A current image is restored and kept as it is.
+  const auto written = fs::last_write_time(copy.image);
+  REQUIRE(std::system(command.c_str()) == 0);
+  CHECK(fs::last_write_time(copy.image) == written);
+}
 #else
 TEST_CASE("with neither HOME nor XDG_CACHE_HOME set the sandbox loads cold with one warning", "[snapshot]") {
   test_support::ScopedEnv home("HOME", std::nullopt);
@@ -344,4 +400,27 @@ TEST_CASE("a runtime killed after a timeout comes back restored, with a fresh st
   CHECK(text_of(sb->execute_code("'kept' in globals()")) == "False");
   CHECK(text_of(sb->execute_code("import random\nrandom.random()")) != before);
   CHECK(images(dir.path()).size() == 1);
+}
+
+TEST_CASE("a relative snapshot_dir is taken from the working directory, and its image restores", "[snapshot]") {
+  test_support::TempDir dir;
+  const auto cwd = fs::current_path();
+  fs::current_path(dir.path());
+  ci::PyodideOptions o;
+  o.snapshot_dir = "relative-cache";
+  std::unique_ptr<ci::PyodideSandbox> a, b;
+  std::string log;
+  try {
+    log = captured_log([&] {
+      a = ci::PyodideSandbox::create(o);
+      b = ci::PyodideSandbox::create(o);
+    });
+  } catch (...) {
+    fs::current_path(cwd);
+    throw;
+  }
+  fs::current_path(cwd);
+  CHECK(log.empty());  // made once and restored: no restore failed
+  CHECK(images(dir.path() / "relative-cache").size() == 1);
+  CHECK(text_of(b->execute_code("6 * 7")) == "42");
 }
