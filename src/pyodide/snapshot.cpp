@@ -29,8 +29,8 @@ std::optional<std::string> read_all(const fs::path& file, std::size_t max) {
   return data;
 }
 
-// Files found valid in this process, and files a restore failed from, by path, with the size and modification
-// time they had then.
+// Files found valid in this process, and files that did not check or that a restore failed from, by path, with the
+// size and modification time they had then.
 std::mutex g_checked_mu;
 std::map<fs::path, std::tuple<std::uintmax_t, fs::file_time_type>> g_checked;
 std::map<fs::path, std::tuple<std::uintmax_t, fs::file_time_type>> g_unusable;
