@@ -168,40 +168,21 @@ namespace {
 
 // The base image the build made beside the runtime (tools/make_snapshot.cpp).
 fs::path base_image() {
-  std::vector<fs::path> found;
-  for (const auto& e : fs::directory_iterator(CI_TEST_RUNTIME_DIR)) {
-    const auto name = e.path().filename().string();
-    if (name.rfind("snapshot-", 0) == 0 && e.path().extension() == ".bin") found.push_back(e.path());
-  }
-  REQUIRE(found.size() == 1);
-  return found[0];
+  const auto image = test_support::installed_snapshot(CI_TEST_RUNTIME_DIR);
+  REQUIRE(!image.empty());
+  return image;
 }
 
-// A copy of the runtime directory beside it (hard links where the file system allows), with the base image
-// replaced by `image` (none when nullopt); removed at the end of the scope.
-// `top` (removed with it) holds the copy at `top/<below>`; by default the copy is the top directory itself.
-struct RuntimeCopy {
-  fs::path top = fs::path(CI_TEST_RUNTIME_DIR).parent_path() / ("pyodide-copy-" + std::to_string(::getpid()));
+// A copy of the runtime directory (test_support::RuntimeCopy, at `below` in its directory) whose base image is
+// `contents`, or absent when nullopt.
+struct ImageCopy {
+  test_support::RuntimeCopy runtime;
   fs::path dir;
   fs::path image;
-  explicit RuntimeCopy(const std::optional<std::string>& contents, const fs::path& below = {})
-      : dir(below.empty() ? top : top / below) {
-    const auto original = base_image();
-    fs::remove_all(top);
-    fs::create_directories(dir.parent_path());
-    std::error_code ec;
-    fs::copy(CI_TEST_RUNTIME_DIR, dir, fs::copy_options::recursive | fs::copy_options::create_hard_links, ec);
-    if (ec) {
-      fs::remove_all(dir);
-      fs::copy(CI_TEST_RUNTIME_DIR, dir, fs::copy_options::recursive);
-    }
-    image = dir / original.filename();
-    fs::remove(image);  // a hard link: the original stays
-    if (contents) std::ofstream(image, std::ios::binary) << *contents;
-  }
-  ~RuntimeCopy() {
-    std::error_code ignored;
-    fs::remove_all(top, ignored);
+  explicit ImageCopy(const std::optional<std::string>& contents, const fs::path& below = {})
+      : runtime(below), dir(runtime.dir()), image(dir / base_image().filename()) {
+    if (contents) runtime.rewrite(image.filename(), *contents);
+    else fs::remove(image);  // a hard link: the original stays
   }
 };
 
@@ -258,7 +239,7 @@ TEST_CASE("with neither HOME nor XDG_CACHE_HOME set the base image serves, and w
   CHECK(log.empty());
   CHECK(text_of(sb->execute_code("6 * 7")) == "42");
 
-  RuntimeCopy bare(std::nullopt);
+  ImageCopy bare(std::nullopt);
   ci::PyodideOptions o;
   o.runtime_dir = bare.dir;
   log = captured_log([&] { sb = ci::PyodideSandbox::create(o); });
@@ -271,7 +252,7 @@ TEST_CASE("an installed image that does not check is left as it is, and the cach
           "[snapshot]") {
   auto corrupt = test_support::read_text(base_image());
   corrupt[corrupt.size() / 2] ^= 0x5a;
-  RuntimeCopy copy(corrupt);
+  ImageCopy copy(corrupt);
   test_support::TempDir cache;
   test_support::ScopedEnv xdg("XDG_CACHE_HOME", cache.path().string());
   ci::PyodideOptions o;
@@ -292,7 +273,7 @@ TEST_CASE("an installed image that checks but cannot be restored is kept, and la
           "[snapshot]") {
   const std::string garbage(std::size_t{1} << 20, 'z');
   const std::string file = "CISNAP1 " + sha256_hex(garbage) + "       \n" + garbage;
-  RuntimeCopy copy(file);
+  ImageCopy copy(file);
   test_support::TempDir cache;
   test_support::ScopedEnv xdg("XDG_CACHE_HOME", cache.path().string());
   ci::PyodideOptions o;
@@ -320,7 +301,7 @@ TEST_CASE("an installed image that does not check, with no other cache directory
   ci::PyodideOptions o;
   std::unique_ptr<ci::PyodideSandbox> sb;
   SECTION("neither HOME nor XDG_CACHE_HOME") {
-    RuntimeCopy copy(corrupt);
+    ImageCopy copy(corrupt);
     o.runtime_dir = copy.dir;
     test_support::ScopedEnv home("HOME", std::nullopt);
     test_support::ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
@@ -332,9 +313,9 @@ TEST_CASE("an installed image that does not check, with no other cache directory
   }
   SECTION("the cache directory is the runtime directory itself") {
     // XDG_CACHE_HOME/code_interpreter/pyodide is the copy: making the cache's image would rewrite the installed one.
-    RuntimeCopy copy(corrupt, fs::path("code_interpreter") / "pyodide");
+    ImageCopy copy(corrupt, fs::path("code_interpreter") / "pyodide");
     o.runtime_dir = copy.dir;
-    test_support::ScopedEnv xdg("XDG_CACHE_HOME", copy.top.string());
+    test_support::ScopedEnv xdg("XDG_CACHE_HOME", copy.runtime.top().string());
     const auto log = captured_log([&] { sb = ci::PyodideSandbox::create(o); });
     CHECK(count_of(log, "there is no other cache directory: every runtime loads cold") == 1);
     CHECK(count_of(log, "[warning]") == 1);
@@ -345,7 +326,7 @@ TEST_CASE("an installed image that does not check, with no other cache directory
 
 TEST_CASE("make_snapshot restores the image it finds, makes a bad one again and removes stale files", "[snapshot]") {
   const std::string garbage(std::size_t{1} << 20, 'z');
-  RuntimeCopy copy("CISNAP1 " + sha256_hex(garbage) + "       \n" + garbage);
+  ImageCopy copy("CISNAP1 " + sha256_hex(garbage) + "       \n" + garbage);
   const auto key_name = copy.image.filename().string();
   const fs::path stale = copy.dir / "snapshot-0000000000000000000000000000000000000000000000000000000000000000.bin";
   const fs::path partial = copy.dir / (key_name + ".part-1a2b3c4d");

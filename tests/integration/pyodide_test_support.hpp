@@ -111,13 +111,25 @@ inline void write_text(const std::filesystem::path& p, const std::string& text) 
   out << text;
 }
 
-// A private copy of the built runtime that a test may alter. Large files are hard-linked, not copied.
+// The base snapshot image the build made in `runtime_dir` (tools/make_snapshot.cpp); empty when there is none.
+inline std::filesystem::path installed_snapshot(const std::filesystem::path& runtime_dir) {
+  for (const auto& e : std::filesystem::directory_iterator(runtime_dir)) {
+    const auto name = e.path().filename().string();
+    if (name.rfind("snapshot-", 0) == 0 && e.path().extension() == ".bin") return e.path();
+  }
+  return {};
+}
+
+// A private copy of the built runtime that a test may alter. Large files are hard-linked, not copied. The copy is
+// the new temporary directory top(), or `below` inside it.
 class RuntimeCopy {
  public:
-  RuntimeCopy() {
+  explicit RuntimeCopy(const std::filesystem::path& below = {}) {
     namespace fs = std::filesystem;
     char pattern[] = "/tmp/ci-runtime-copy-XXXXXX";
-    dir_ = ::mkdtemp(pattern);
+    top_ = ::mkdtemp(pattern);
+    dir_ = below.empty() ? top_ : top_ / below;
+    fs::create_directories(dir_);
     const fs::path src = CI_TEST_RUNTIME_DIR;
     for (const auto& entry : fs::recursive_directory_iterator(src)) {
       // Symlinks (node_modules/.bin) are recreated as symlinks; directories below them are not followed.
@@ -136,9 +148,10 @@ class RuntimeCopy {
   }
   ~RuntimeCopy() {
     std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    std::filesystem::remove_all(top_, ec);
   }
   [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
+  [[nodiscard]] const std::filesystem::path& top() const { return top_; }
 
   // Replaces a file by a fresh copy (never writing through a hard link into the shared runtime).
   void rewrite(const std::filesystem::path& rel, const std::string& text) {
@@ -147,6 +160,7 @@ class RuntimeCopy {
   }
 
  private:
+  std::filesystem::path top_;
   std::filesystem::path dir_;
 };
 

@@ -231,36 +231,16 @@ TEST_CASE("no route changes, removes or plants a file beside the base image inst
   // The image made at build time lives among the runtime's own files, which every sandbox on the machine loads.
   // Attacked in a copy of the runtime directory (hard links, except the image: a copy of its bytes), so that a
   // route that got through would change the copy's image, not the build's.
-  const fs::path original_dir = CI_TEST_RUNTIME_DIR;
-  fs::path original_image;
-  for (const auto& e : fs::directory_iterator(original_dir)) {
-    const auto name = e.path().filename().string();
-    if (name.rfind("snapshot-", 0) == 0 && e.path().extension() == ".bin") original_image = e.path();
-  }
+  const fs::path original_image = test_support::installed_snapshot(CI_TEST_RUNTIME_DIR);
   REQUIRE(!original_image.empty());
-  const fs::path copy = original_dir.parent_path() / ("pyodide-security-" + std::to_string(::getpid()));
-  fs::remove_all(copy);
-  std::error_code ec;
-  fs::copy(original_dir, copy, fs::copy_options::recursive | fs::copy_options::create_hard_links, ec);
-  if (ec) {
-    fs::remove_all(copy);
-    fs::copy(original_dir, copy, fs::copy_options::recursive);
-  }
-  const fs::path image = copy / original_image.filename();
-  fs::remove(image);
-  fs::copy_file(original_image, image);
-  struct Remove {
-    fs::path dir;
-    ~Remove() {
-      std::error_code ignored;
-      fs::remove_all(dir, ignored);
-    }
-  } remove{copy};
+  test_support::RuntimeCopy copy;
+  copy.rewrite(original_image.filename(), test_support::read_text(original_image));
+  const fs::path image = copy.dir() / original_image.filename();
   security::Scratch home;
   test_support::ScopedEnv home_env("HOME", home.dir().string());
   test_support::ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
   ci::PyodideOptions options;
-  options.runtime_dir = copy;
+  options.runtime_dir = copy.dir();
   check_image_holds(options, image);
   CHECK(fs::is_empty(home.dir()));  // restored from the installed image: nothing was made in the cache
 }
