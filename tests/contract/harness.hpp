@@ -234,7 +234,8 @@ using contract::E2BHarness;
 using contract::FakeHarness;
 using contract::PyodideHarness;
 
-/// A scenario run against every backend.
+/// A scenario run against every backend. A new harness is also named in tests/CMakeLists.txt, which registers the
+/// cases harness by harness in the AddressSanitizer tree (CODE_INTERPRETER_TEST_PER_FILE).
 #define CONTRACT_SCENARIO(name, tags) \
   TEMPLATE_TEST_CASE(name, "[contract]" tags, PyodideHarness, E2BHarness, BedrockHarness, FakeHarness)
 /// A fault on a file read: FakeSandbox's reads cannot be scripted, so only the harnesses with a local server.
