@@ -10,9 +10,9 @@
 namespace code_interpreter {
 
 namespace {
-constexpr const char* kOperation = "openai chat completions";
+constexpr const char* kChatCompletions = "openai chat completions";
 
-nlohmann::json to_wire(const ChatMessage& message) {
+nlohmann::json to_chat_message(const ChatMessage& message) {
   nlohmann::json out;
   switch (message.role) {
     case ChatRole::kSystem:
@@ -46,13 +46,13 @@ nlohmann::json to_wire(const ChatMessage& message) {
   return out;
 }
 
-LMResponse from_wire(const nlohmann::json& body) {
+LMResponse from_chat_completion(const nlohmann::json& body) {
   if (!body.contains("choices") || !body["choices"].is_array() || body["choices"].empty()) {
-    interpreter::throw_malformed(kOperation, "no choices");
+    interpreter::throw_malformed(kChatCompletions, "no choices");
   }
   const auto& choice = body["choices"][0];
   if (!choice.is_object() || !choice.contains("message") || !choice["message"].is_object()) {
-    interpreter::throw_malformed(kOperation, "choices[0] has no message");
+    interpreter::throw_malformed(kChatCompletions, "choices[0] has no message");
   }
   const auto& message = choice["message"];
   LMResponse response;
@@ -71,7 +71,7 @@ LMResponse from_wire(const nlohmann::json& body) {
   if (message.contains("tool_calls") && message["tool_calls"].is_array()) {
     for (const auto& call : message["tool_calls"]) {
       if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) {
-        interpreter::throw_malformed(kOperation, "a tool call has no function");
+        interpreter::throw_malformed(kChatCompletions, "a tool call has no function");
       }
       const auto& function = call["function"];
       ToolCall out;
@@ -82,7 +82,7 @@ LMResponse from_wire(const nlohmann::json& body) {
         out.arguments = function["arguments"].is_string() ? function["arguments"].get<std::string>()
                                                           : function["arguments"].dump();
       }
-      if (out.id.empty()) interpreter::throw_malformed(kOperation, "a tool call has no id");
+      if (out.id.empty()) interpreter::throw_malformed(kChatCompletions, "a tool call has no id");
       response.tool_calls.push_back(std::move(out));
     }
   }
@@ -99,7 +99,7 @@ OpenAIChatInvoker::OpenAIChatInvoker(OpenAIChatOptions options) : impl_(std::mak
   // No key is not refused: a local server that speaks the API (vLLM, llama.cpp, Ollama) often needs none.
   std::string api_key = options.api_key ? *options.api_key : interpreter::env_or_empty("OPENAI_API_KEY");
   impl_->endpoint =
-      interpreter::make_endpoint("OpenAIChatInvoker", kOperation, std::move(api_key), "/chat/completions", options);
+      interpreter::make_endpoint("OpenAIChatInvoker", kChatCompletions, std::move(api_key), "/chat/completions", options);
   impl_->options = std::move(options);
 }
 
@@ -109,7 +109,7 @@ LMResponse OpenAIChatInvoker::invoke(std::span<const ChatMessage> messages, std:
                                      std::stop_token cancel) {
   const auto& options = impl_->options;
   nlohmann::json body = {{"model", options.model}, {"messages", nlohmann::json::array()}};
-  for (const auto& message : messages) body["messages"].push_back(to_wire(message));
+  for (const auto& message : messages) body["messages"].push_back(to_chat_message(message));
   if (!tools.empty()) {
     auto& wire_tools = body["tools"] = nlohmann::json::array();
     for (const auto& tool : tools) {
@@ -126,7 +126,7 @@ LMResponse OpenAIChatInvoker::invoke(std::span<const ChatMessage> messages, std:
   const auto& endpoint = impl_->endpoint;
   interpreter::LMHeaders headers;
   if (!endpoint.api_key.empty()) headers.emplace_back("Authorization", "Bearer " + endpoint.api_key);
-  return from_wire(interpreter::post_json(endpoint, std::move(headers), body, std::move(cancel)));
+  return from_chat_completion(interpreter::post_json(endpoint, std::move(headers), body, std::move(cancel)));
 }
 
 }  // namespace code_interpreter

@@ -15,7 +15,6 @@ namespace code_interpreter {
 
 using Clock = detail::HostClock;
 using detail::FrameWait;
-using detail::StopReason;
 using json = nlohmann::json;
 
 namespace {
@@ -91,7 +90,7 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
   detail::OutputStream err(&opts.on_stderr, options.max_output_bytes);
 
   // Why we asked the code to stop, if we did.
-  StopReason reason = StopReason::kNone;
+  detail::StopReason reason = detail::StopReason::kNone;
   std::string callback_error;
   std::optional<Clock::time_point> hard_deadline;  // set once the interrupt was sent: grace ends here
 
@@ -99,8 +98,8 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
   auto finish_streams = [&] {
     for (auto* s : {&out, &err}) {
       if (auto thrown = detail::deliver_guarded([&] { s->finish(); }, {&out, &err})) {
-        if (reason != StopReason::kCallback) callback_error = std::move(*thrown);
-        reason = StopReason::kCallback;
+        if (reason != detail::StopReason::kCallback) callback_error = std::move(*thrown);
+        reason = detail::StopReason::kCallback;
       }
     }
     r.stdout_text = out.take_text();
@@ -140,8 +139,8 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
                       hard_deadline.value_or(Clock::now() + options.interrupt_grace));
     next_interrupt = Clock::now() + kInterruptRepeat;
   };
-  auto ask_to_stop = [&](StopReason why) {
-    if (reason == StopReason::kNone) reason = why;
+  auto ask_to_stop = [&](detail::StopReason why) {
+    if (reason == detail::StopReason::kNone) reason = why;
     if (hard_deadline) return;
     send_interrupt();
     hard_deadline = Clock::now() + options.interrupt_grace;
@@ -151,8 +150,8 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
   auto guarded = [&](auto&& deliver) {
     if (auto thrown = detail::deliver_guarded(deliver, {&out, &err})) {
       callback_error = std::move(*thrown);
-      reason = StopReason::kCallback;
-      ask_to_stop(StopReason::kCallback);
+      reason = detail::StopReason::kCallback;
+      ask_to_stop(detail::StopReason::kCallback);
     }
   };
   // A partial line the code flushed (each out frame is one flush of Python's line-buffered stream) is delivered
@@ -201,9 +200,9 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
             return r;
           }
           finish_streams();
-          if (reason == StopReason::kCallback) {
+          if (reason == detail::StopReason::kCallback) {
             stopped(false);
-          } else if (host_interrupt && !ok && reason == StopReason::kInterrupt) {
+          } else if (host_interrupt && !ok && reason == detail::StopReason::kInterrupt) {
             // interrupt(): the code's KeyboardInterrupt (or the CancelledError of a task waiting at an await) is
             // the answer, the state kept (docs/errors.md "Filesystem, interrupt, restart and variables").
           } else if (host_interrupt && !ok) {
@@ -236,7 +235,7 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
     }
     if (w == FrameWait::kDeadline) {
       if (!hard_deadline) {
-        ask_to_stop(StopReason::kTimeout);
+        ask_to_stop(detail::StopReason::kTimeout);
         continue;
       }
       if (Clock::now() < *hard_deadline) {
@@ -258,8 +257,8 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
         detail::set_terminated(r);
         return r;
       }
-      if (opts.cancel.stop_requested()) ask_to_stop(StopReason::kCancel);
-      if (interrupt_asked.exchange(false)) ask_to_stop(StopReason::kInterrupt);
+      if (opts.cancel.stop_requested()) ask_to_stop(detail::StopReason::kCancel);
+      if (interrupt_asked.exchange(false)) ask_to_stop(detail::StopReason::kInterrupt);
       continue;
     }
     // FrameWait::kEof: the runtime died during the call.
@@ -274,7 +273,8 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
     const bool memory = h->died_of_memory();
     host.respawn();
     finish_streams();
-    if (reason == StopReason::kCancel || reason == StopReason::kCallback || reason == StopReason::kInterrupt) {
+    if (reason == detail::StopReason::kCancel || reason == detail::StopReason::kCallback ||
+        reason == detail::StopReason::kInterrupt) {
       stopped(true);
       return r;
     }

@@ -5,8 +5,11 @@
 
 #include "harness.hpp"
 #include "programs.hpp"
+#include "../support/bytes.hpp"
 
 namespace contract {
+
+using code_interpreter::test_support::repeat;
 
 namespace {
 
@@ -58,12 +61,6 @@ ExecutionResult timed_out(ci::TimeoutKind kind, std::string out = {}) {
   r.timeout_kind = kind;
   r.stdout_text = std::move(out);
   return r;
-}
-
-std::string repeat(std::string_view s, std::size_t n) {
-  std::string out;
-  for (std::size_t i = 0; i < n; ++i) out += s;
-  return out;
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 #include "checks.hpp"
 #include "harness.hpp"
 #include "programs.hpp"
+#include "../support/bytes.hpp"
 
+using code_interpreter::test_support::repeat;
 using namespace contract;
 namespace ci = code_interpreter;
 
@@ -28,12 +30,6 @@ struct Collected {
 };
 
 constexpr std::string_view kFffd = "\xef\xbf\xbd";
-
-std::string repeat(std::string_view s, std::size_t n) {
-  std::string out;
-  for (std::size_t i = 0; i < n; ++i) out += s;
-  return out;
-}
 
 }  // namespace
 

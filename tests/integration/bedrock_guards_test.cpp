@@ -9,7 +9,10 @@
 #include <fstream>
 
 #include "bedrock_test_support.hpp"
+#include "../support/temp_files.hpp"
 
+using code_interpreter::test_support::temp_path;
+using code_interpreter::test_support::leftovers;
 using namespace code_interpreter;
 using code_interpreter::test::BedrockServer;
 using nlohmann::json;
@@ -20,19 +23,6 @@ std::string binary(std::size_t size) {  // not UTF-8: sent as a blob
   std::string s(size, '\0');
   for (std::size_t i = 0; i < size; ++i) s[i] = static_cast<char>(i % 251);
   return s;
-}
-
-std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() / ("ci-bedrock-guards-" + std::to_string(::getpid()) + "-" + name);
-}
-
-std::vector<std::string> leftovers(const std::filesystem::path& destination) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(destination.parent_path())) {
-    const auto name = e.path().filename().string();
-    if (name.rfind(destination.filename().string(), 0) == 0) out.push_back(name);
-  }
-  return out;
 }
 
 }  // namespace

@@ -9,7 +9,11 @@
 
 #include "../support/peak_memory.hpp"
 #include "e2b_test_support.hpp"
+#include "../support/temp_files.hpp"
 
+using code_interpreter::test_support::temp_path;
+using code_interpreter::test_support::leftovers;
+using code_interpreter::test_support::read_all;
 using namespace code_interpreter;
 using code_interpreter::test::E2BServer;
 using nlohmann::json;
@@ -20,24 +24,6 @@ std::string pattern(std::size_t size) {
   std::string s(size, '\0');
   for (std::size_t i = 0; i < size; ++i) s[i] = static_cast<char>(i % 251);
   return s;
-}
-
-std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() / ("ci-e2b-guards-" + std::to_string(::getpid()) + "-" + name);
-}
-
-std::vector<std::string> leftovers(const std::filesystem::path& destination) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(destination.parent_path())) {
-    const auto name = e.path().filename().string();
-    if (name.rfind(destination.filename().string(), 0) == 0) out.push_back(name);
-  }
-  return out;
-}
-
-std::string read_all(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,11 @@ inline const TransportError* nested_transport(const std::exception& e) {
   };
   walk(e);
   return found ? &*found : nullptr;
+}
+
+/// How many POST requests `server` received on `path`.
+inline std::size_t count_requests(E2BServer& server, const std::string& path) {
+  return server.requests("POST", path).size();
 }
 
 }  // namespace code_interpreter::test

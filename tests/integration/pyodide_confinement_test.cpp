@@ -11,16 +11,10 @@
 #include "pyodide_test_support.hpp"
 
 using test_support::make_sandbox;
+using test_support::text_of;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string text_of(const ci::ExecutionResult& r) {
-  INFO("error: " << r.error << "; stdout: " << r.stdout_text << "; stderr: " << r.stderr_text);
-  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
-  REQUIRE(r.results.size() == 1);
-  return r.results.at(0).data.at("text/plain");
-}
 
 // A field of /proc/<pid>/status ("Seccomp", "NoNewPrivs"), as text.
 std::string status_field(pid_t pid, const std::string& key) {

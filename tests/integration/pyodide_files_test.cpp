@@ -4,7 +4,9 @@
 #include <random>
 
 #include "pyodide_test_support.hpp"
+#include "../support/temp_files.hpp"
 
+using code_interpreter::test_support::temp_path;
 using test_support::make_sandbox;
 
 namespace {
@@ -21,9 +23,6 @@ std::string random_bytes(std::size_t n, unsigned seed) {
   return s;
 }
 
-std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() / ("ci-files-test-" + std::to_string(::getpid()) + "-" + name);
-}
 }  // namespace
 
 TEST_CASE("attachments are uploaded to /files before the code runs", "[files]") {

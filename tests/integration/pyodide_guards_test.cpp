@@ -6,14 +6,12 @@
 
 #include "../support/peak_memory.hpp"
 #include "pyodide_test_support.hpp"
+#include "../support/temp_files.hpp"
 
+using code_interpreter::test_support::temp_path;
 using test_support::make_sandbox;
 
 namespace {
-
-std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() / ("ci-guards-test-" + std::to_string(::getpid()) + "-" + name);
-}
 
 // Python writes `size` bytes (i % 251) to `path`.
 void write_in_python(ci::PyodideSandbox& sb, const std::string& path, std::size_t size) {

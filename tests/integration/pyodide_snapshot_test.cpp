@@ -12,15 +12,9 @@
 #include "pyodide_test_support.hpp"
 
 namespace fs = std::filesystem;
+using test_support::text_of;
 
 namespace {
-
-std::string text_of(const ci::ExecutionResult& r) {
-  INFO("error: " << r.error << "; stderr: " << r.stderr_text);
-  REQUIRE(r.status == ci::ExecutionStatus::kSuccess);
-  REQUIRE(r.results.size() == 1);
-  return r.results.at(0).data.at("text/plain");
-}
 
 std::string sha256_hex(const std::string& data) {
   unsigned char digest[EVP_MAX_MD_SIZE];

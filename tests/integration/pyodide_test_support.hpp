@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 #include <string>
+#include <stdexcept>
 #include <vector>
 
 #include "code_interpreter/code_interpreter.hpp"
@@ -163,6 +164,19 @@ class RuntimeCopy {
   std::filesystem::path top_;
   std::filesystem::path dir_;
 };
+
+// The text/plain value of a result that succeeded with exactly one rich result holding one; otherwise it throws
+// std::runtime_error naming the status, the error and both streams (the test then fails with that message).
+inline std::string text_of(const ci::ExecutionResult& r) {
+  if (r.status != ci::ExecutionStatus::kSuccess || r.results.size() != 1 ||
+      r.results.front().data.count("text/plain") == 0) {
+    throw std::runtime_error("expected a success with one text/plain result; status " +
+                             std::string(ci::to_string(r.status)) + ", " + std::to_string(r.results.size()) +
+                             " results; error: " + r.error + "; stdout: " + r.stdout_text + "; stderr: " +
+                             r.stderr_text);
+  }
+  return r.results.front().data.at("text/plain");
+}
 
 inline std::unique_ptr<ci::PyodideSandbox> make_sandbox(ci::PyodideOptions options = {}) {
   return ci::PyodideSandbox::create(std::move(options));

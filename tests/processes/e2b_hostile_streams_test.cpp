@@ -13,11 +13,10 @@
 using namespace code_interpreter;
 using namespace std::chrono_literals;
 using code_interpreter::test::E2BServer;
+using code_interpreter::test::count_requests;
 using nlohmann::json;
 
 namespace {
-
-std::size_t count_requests(E2BServer& server, const std::string& path) { return server.requests("POST", path).size(); }
 
 // The Start stream of the next spawn or command: `start`, one unit, then cut half-way through the next.
 void cut_start_after_first_line(E2BServer& server) {

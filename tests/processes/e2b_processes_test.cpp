@@ -13,6 +13,7 @@
 using namespace code_interpreter;
 using namespace std::chrono_literals;
 using code_interpreter::test::E2BServer;
+using code_interpreter::test::count_requests;
 
 namespace {
 
@@ -24,8 +25,6 @@ void await_stdout(ProcessHandle& handle, const std::string& text) {
 }
 
 using test::command_error_kind;
-
-std::size_t count_requests(E2BServer& server, const std::string& path) { return server.requests("POST", path).size(); }
 
 }  // namespace
 

@@ -5,17 +5,13 @@
 #include <string_view>
 
 #include "core/base64.hpp"
+#include "../support/bytes.hpp"
 
+using code_interpreter::test_support::all_byte_values;
 using code_interpreter::detail::base64_decode;
 using code_interpreter::detail::base64_encode;
 
 namespace {
-
-std::string all_byte_values() {
-  std::string s;
-  for (int i = 0; i < 256; ++i) s += static_cast<char>(i);
-  return s;
-}
 
 }  // namespace
 

@@ -16,7 +16,9 @@
 #include "code_interpreter/execution.hpp"
 #include "e2b/streams.hpp"
 #include "http/stream_decoders.hpp"
+#include "../support/bytes.hpp"
 
+using code_interpreter::test_support::Recorder;
 using code_interpreter::CodeError;
 using code_interpreter::ExecutionResult;
 using code_interpreter::RichResult;
@@ -32,15 +34,6 @@ constexpr std::size_t kMaxOutput = 10u * 1024 * 1024;
 constexpr std::size_t kMaxLine = 16u * 1024 * 1024;
 
 using Callback = std::function<void(std::string_view)>;
-
-// Records every callback call.
-struct Recorder {
-  std::vector<std::string> lines;
-  Callback callback = [this](std::string_view line) { lines.emplace_back(line); };
-  Recorder() = default;
-  Recorder(const Recorder&) = delete;
-  Recorder& operator=(const Recorder&) = delete;
-};
 
 // The composed example of docs/protocols/e2b.md "Fields of the /execute events" (`print("hi"); 1+1`).
 const std::string kExecuteExample =

@@ -13,7 +13,9 @@
 #include <zlib.h>
 
 #include "bedrock/event_stream.hpp"
+#include "../support/bytes.hpp"
 
+using code_interpreter::test_support::u32;
 using code_interpreter::bedrock::encode_event_message;
 using code_interpreter::bedrock::EventMessage;
 using code_interpreter::bedrock::EventStreamDecoder;
@@ -47,12 +49,6 @@ std::uint32_t crc_of(std::string_view bytes) {
 
 void put_u32(std::string& out, std::size_t at, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) out[at + i] = static_cast<char>((v >> (24 - 8 * i)) & 0xFF);
-}
-
-std::string u32(std::uint32_t v) {
-  std::string out(4, '\0');
-  put_u32(out, 0, v);
-  return out;
 }
 
 // A 12-byte prelude with a correct CRC, for whatever lengths it claims.

@@ -8,7 +8,10 @@
 #include <vector>
 
 #include "pyodide/frame.hpp"
+#include "../support/bytes.hpp"
 
+using code_interpreter::test_support::all_byte_values;
+using code_interpreter::test_support::u32;
 using code_interpreter::detail::encode_frame;
 using code_interpreter::detail::Frame;
 using code_interpreter::detail::FrameDecoder;
@@ -18,21 +21,6 @@ using nlohmann::json;
 namespace {
 
 constexpr std::size_t kLimit = 16u * 1024 * 1024;
-
-std::string all_byte_values() {
-  std::string s;
-  for (int i = 0; i < 256; ++i) s += static_cast<char>(i);
-  return s;
-}
-
-std::string u32(std::uint32_t v) {
-  std::string out;
-  out += static_cast<char>((v >> 24) & 0xFF);
-  out += static_cast<char>((v >> 16) & 0xFF);
-  out += static_cast<char>((v >> 8) & 0xFF);
-  out += static_cast<char>(v & 0xFF);
-  return out;
-}
 
 // A frame with the given raw header bytes and body, correctly length-prefixed.
 std::string raw_frame(std::string_view header, std::string_view body = {}) {

@@ -9,34 +9,16 @@
 
 #include "core/output.hpp"
 #include "core/utf8.hpp"
+#include "../support/bytes.hpp"
 
+using code_interpreter::test_support::Recorder;
+using code_interpreter::test_support::bytes;
 using code_interpreter::detail::OutputStream;
 using code_interpreter::detail::utf8_replacing;
 
 namespace {
 
 constexpr std::size_t kBigCap = 10u * 1024 * 1024;
-
-// Records every callback call.
-struct Recorder {
-  std::vector<std::string> lines;
-  std::function<void(std::string_view)> callback = [this](std::string_view line) { lines.emplace_back(line); };
-
-  Recorder() = default;
-  Recorder(const Recorder&) = delete;
-  Recorder& operator=(const Recorder&) = delete;
-
-  [[nodiscard]] std::string joined() const {
-    std::string all;
-    for (const auto& l : lines) all += l;
-    return all;
-  }
-};
-
-template <std::size_t N>
-std::string bytes(const char (&literal)[N]) {
-  return std::string(literal, N - 1);
-}
 
 }  // namespace
 

@@ -12,7 +12,7 @@
 #include "core/digest.hpp"
 #include "pyodide/packages.hpp"
 
-namespace ci = code_interpreter::detail;
+namespace pkg = code_interpreter::detail;
 
 namespace {
 
@@ -27,7 +27,7 @@ std::string lock_of(const std::vector<std::string>& entries) {
   return out + "}}";
 }
 
-std::vector<std::string> names(const std::vector<const ci::LockedPackage*>& packages) {
+std::vector<std::string> names(const std::vector<const pkg::LockedPackage*>& packages) {
   std::vector<std::string> out;
   for (const auto* p : packages) out.push_back(p->name);
   return out;
@@ -35,8 +35,8 @@ std::vector<std::string> names(const std::vector<const ci::LockedPackage*>& pack
 
 std::string refusal(const std::string& text) {
   try {
-    (void)ci::PackageLock::parse(text);
-  } catch (const ci::PackageLockError& e) {
+    (void)pkg::PackageLock::parse(text);
+  } catch (const pkg::PackageLockError& e) {
     return e.what();
   }
   return "accepted";
@@ -45,17 +45,17 @@ std::string refusal(const std::string& text) {
 }  // namespace
 
 TEST_CASE("names are compared as PEP 503 normalizes them", "[packages]") {
-  CHECK(ci::normalize_distribution("Python-Dateutil") == "python_dateutil");
-  CHECK(ci::normalize_distribution("zope.interface") == "zope_interface");
-  CHECK(ci::normalize_distribution("a-_.b") == "a_b");
-  CHECK(ci::valid_distribution_name("numpy"));
-  CHECK_FALSE(ci::valid_distribution_name(""));
-  CHECK_FALSE(ci::valid_distribution_name("../x"));
-  CHECK_FALSE(ci::valid_distribution_name(std::string(201, 'a')));
+  CHECK(pkg::normalize_distribution("Python-Dateutil") == "python_dateutil");
+  CHECK(pkg::normalize_distribution("zope.interface") == "zope_interface");
+  CHECK(pkg::normalize_distribution("a-_.b") == "a_b");
+  CHECK(pkg::valid_distribution_name("numpy"));
+  CHECK_FALSE(pkg::valid_distribution_name(""));
+  CHECK_FALSE(pkg::valid_distribution_name("../x"));
+  CHECK_FALSE(pkg::valid_distribution_name(std::string(201, 'a')));
 }
 
 TEST_CASE("the closure puts every package after its dependencies, each once", "[packages]") {
-  const auto lock = ci::PackageLock::parse(lock_of({entry("matplotlib", "\"numpy\", \"pyparsing\""),
+  const auto lock = pkg::PackageLock::parse(lock_of({entry("matplotlib", "\"numpy\", \"pyparsing\""),
                                                     entry("numpy", ""), entry("pyparsing", ""),
                                                     entry("pandas", "\"numpy\", \"python-dateutil\""),
                                                     entry("python-dateutil", "\"six\""), entry("six", "")}));
@@ -67,17 +67,17 @@ TEST_CASE("the closure puts every package after its dependencies, each once", "[
 }
 
 TEST_CASE("a dependency cycle is cut where it closes, and every member is still loaded once", "[packages]") {
-  const auto lock = ci::PackageLock::parse(lock_of({entry("a", "\"b\""), entry("b", "\"c\""), entry("c", "\"a\"")}));
+  const auto lock = pkg::PackageLock::parse(lock_of({entry("a", "\"b\""), entry("b", "\"c\""), entry("c", "\"a\"")}));
   CHECK(names(lock.closure({"a"})) == std::vector<std::string>{"c", "b", "a"});
   CHECK(names(lock.closure({"b", "a"})) == std::vector<std::string>{"a", "c", "b"});
 }
 
 TEST_CASE("an unknown name in a request is refused by name", "[packages]") {
-  const auto lock = ci::PackageLock::parse(lock_of({entry("numpy", "")}));
+  const auto lock = pkg::PackageLock::parse(lock_of({entry("numpy", "")}));
   try {
     (void)lock.closure({"numpy", "no-such"});
     FAIL("resolved");
-  } catch (const ci::PackageLockError& e) {
+  } catch (const pkg::PackageLockError& e) {
     CHECK(std::string(e.what()) == "unknown package 'no-such'");
   }
 }
@@ -116,19 +116,19 @@ TEST_CASE("a package file is checked whole against the lock's SHA-256", "[packag
   const std::string bytes = "PK\x03\x04 not really a wheel, but bytes to hash";
   std::ofstream(dir / "good-1.0-py3-none-any.whl", std::ios::binary) << bytes;
   std::ofstream(dir / "bad-1.0-py3-none-any.whl", std::ios::binary) << bytes << "!";
-  const auto sha = ci::sha256_hex(bytes);
-  const auto lock = ci::PackageLock::parse(lock_of({entry("good", "", sha), entry("bad", "", sha),
+  const auto sha = pkg::sha256_hex(bytes);
+  const auto lock = pkg::PackageLock::parse(lock_of({entry("good", "", sha), entry("bad", "", sha),
                                                     entry("gone", "", sha)}));
-  CHECK(ci::check_package_file(dir, *lock.find("good")) == ci::PackageFileState::kOk);
-  CHECK(ci::check_package_file(dir, *lock.find("bad")) == ci::PackageFileState::kMismatch);
-  CHECK(ci::check_package_file(dir, *lock.find("gone")) == ci::PackageFileState::kMissing);
-  CHECK(ci::sha256_file_hex(dir / "good-1.0-py3-none-any.whl") == sha);
-  CHECK(ci::sha256_file_hex(dir / "absent") == std::nullopt);
+  CHECK(pkg::check_package_file(dir, *lock.find("good")) == pkg::PackageFileState::kOk);
+  CHECK(pkg::check_package_file(dir, *lock.find("bad")) == pkg::PackageFileState::kMismatch);
+  CHECK(pkg::check_package_file(dir, *lock.find("gone")) == pkg::PackageFileState::kMissing);
+  CHECK(pkg::sha256_file_hex(dir / "good-1.0-py3-none-any.whl") == sha);
+  CHECK(pkg::sha256_file_hex(dir / "absent") == std::nullopt);
   std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("the runtime's own lock reads, and its numpy entry is what the lock file says", "[packages]") {
-  const auto lock = ci::PackageLock::read(ci::runtime_lock_file(CI_TEST_RUNTIME_DIR));
+  const auto lock = pkg::PackageLock::read(pkg::runtime_lock_file(CI_TEST_RUNTIME_DIR));
   CHECK(lock.packages().size() == 357);
   const auto* numpy = lock.find("numpy");
   REQUIRE(numpy != nullptr);

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "http/stream_decoders.hpp"
+#include "../support/bytes.hpp"
 
+using code_interpreter::test_support::bytes;
 using code_interpreter::http::DecodeStatus;
 using code_interpreter::http::encode_envelope;
 using code_interpreter::http::EnvelopeDecoder;
@@ -17,11 +19,6 @@ using code_interpreter::http::LineDecoder;
 namespace {
 
 constexpr std::size_t kCap = 1024;
-
-template <std::size_t N>
-std::string bytes(const char (&literal)[N]) {
-  return std::string(literal, N - 1);
-}
 
 // Collects what a LineDecoder hands out.
 struct Lines {

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "core/utf8.hpp"
+#include "../support/bytes.hpp"
 
+using code_interpreter::test_support::bytes;
 using code_interpreter::detail::append_utf8_replacing;
 using code_interpreter::detail::utf8_char_boundary;
 using code_interpreter::detail::utf8_replacing;
@@ -18,12 +20,6 @@ using code_interpreter::detail::utf8_safe_cut;
 // Every expected string below is Python 3's bytes.decode("utf-8", "replace") of the input, re-encoded as UTF-8.
 
 namespace {
-
-// The bytes of a string literal, embedded NULs included.
-template <std::size_t N>
-std::string bytes(const char (&literal)[N]) {
-  return std::string(literal, N - 1);
-}
 
 std::string decode(std::string_view input) {
   std::string out;
