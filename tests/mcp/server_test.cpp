@@ -328,11 +328,24 @@ TEST_CASE("refused arguments are a tool error, not a protocol error", "[mcp]") {
         "[error: unknown argument 'shell'; the arguments are code, timeout, files. Nothing was run.]");
 }
 
+namespace {
+
+// Waits, at most 10 s, until a call has reached the sandbox (`started`): a request cancelled while it still waits in
+// the server's queue is dropped without running, which a fixed pause cannot rule out on a loaded machine.
+bool await_running(const std::atomic<bool>& started) {
+  for (int i = 0; i < 1000 && !started; ++i) std::this_thread::sleep_for(10ms);
+  return started;
+}
+
+}  // namespace
+
 TEST_CASE("a cancelled call is stopped and gets no answer, and the next call runs", "[mcp][concurrency]") {
   FakeBackend backend;
+  std::atomic<bool> started{false};
   std::atomic<bool> was_cancelled{false};
   backend.setup = [&](FakeSandbox& s) {
     s.push_handler([&](std::string_view, const ci::ExecuteOptions& o) {
+      started = true;
       while (!o.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
       was_cancelled = true;
       ci::ExecutionResult r;
@@ -343,7 +356,7 @@ TEST_CASE("a cancelled call is stopped and gets no answer, and the next call run
   };
   Server server(backend.options());
   server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "while True: pass"}}}});
-  std::this_thread::sleep_for(200ms);
+  REQUIRE(await_running(started));
   server.send({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 1}}}});
   server.request(2, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "print('after')"}}}});
   const auto a = server.answer();
@@ -354,8 +367,10 @@ TEST_CASE("a cancelled call is stopped and gets no answer, and the next call run
 
 TEST_CASE("a cancelled call that lost the state has it told in the next answer and in a log message", "[mcp][concurrency]") {
   FakeBackend backend;
+  std::atomic<bool> started{false};
   backend.setup = [&](FakeSandbox& s) {
     s.push_handler([&](std::string_view, const ci::ExecuteOptions& o) {
+      started = true;
       while (!o.cancel.stop_requested()) std::this_thread::sleep_for(5ms);
       ci::ExecutionResult r;  // the code swallowed the interrupt: the runtime was restarted
       r.failure = ci::FailureDetail{"cancelled", false};
@@ -367,7 +382,7 @@ TEST_CASE("a cancelled call that lost the state has it told in the next answer a
   };
   Server server(backend.options());
   server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "while True: pass"}}}});
-  std::this_thread::sleep_for(200ms);
+  REQUIRE(await_running(started));
   server.send({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 1}}}});
   server.request(2, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "print('after')"}}}});
   bool logged = false;
@@ -420,10 +435,18 @@ TEST_CASE("a sandbox start the client cancels is logged at info, not as an error
   };
   Server server(options);
   server.request(1, "tools/call", {{"name", "execute_code"}, {"arguments", {{"code", "1"}}}});
-  std::this_thread::sleep_for(200ms);
+  // Cancelled only once the start has begun: a request cancelled while it still waits in the queue is dropped
+  // without a start (and without a log message), which a fixed pause cannot rule out on a loaded machine.
+  std::vector<json> logs;
+  for (;;) {
+    auto m = server.next();
+    REQUIRE(m);
+    REQUIRE_FALSE(m->contains("id"));
+    logs.push_back((*m)["params"]);
+    if (logs.back()["data"].get<std::string>().rfind("starting the ", 0) == 0) break;
+  }
   server.send({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 1}}}});
   server.request(2, "ping");
-  std::vector<json> logs;
   for (;;) {
     auto m = server.next();
     REQUIRE(m);
