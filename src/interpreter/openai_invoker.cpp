@@ -99,7 +99,8 @@ OpenAIChatInvoker::OpenAIChatInvoker(OpenAIChatOptions options) : impl_(std::mak
   // No key is not refused: a local server that speaks the API (vLLM, llama.cpp, Ollama) often needs none.
   std::string api_key = options.api_key ? *options.api_key : interpreter::env_or_empty("OPENAI_API_KEY");
   impl_->endpoint =
-      interpreter::make_endpoint("OpenAIChatInvoker", kChatCompletions, std::move(api_key), "/chat/completions", options);
+      interpreter::make_endpoint("OpenAIChatInvoker", kChatCompletions, std::move(api_key), "/chat/completions",
+                                 options);
   impl_->options = std::move(options);
 }
 
