@@ -13,7 +13,7 @@
 
 using code_interpreter::test_support::temp_path;
 using code_interpreter::test_support::leftovers;
-using code_interpreter::test_support::read_all;
+using code_interpreter::test_support::read_text;
 using namespace code_interpreter;
 using code_interpreter::test::E2BServer;
 using nlohmann::json;
@@ -61,7 +61,7 @@ TEST_CASE("e2b: download_file over max_bytes is nullopt, download_file_to false 
   CHECK_FALSE(sandbox->download_file_to("/home/user/out.bin", destination, std::nullopt, 2999));
   CHECK(leftovers(destination).empty());
   CHECK(sandbox->download_file_to("/home/user/out.bin", destination, std::nullopt, 3000));
-  CHECK(read_all(destination) == pattern(3000));
+  CHECK(read_text(destination) == pattern(3000));
   std::filesystem::remove(destination);
   sandbox->terminate();
 }

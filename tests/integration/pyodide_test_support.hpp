@@ -20,6 +20,7 @@
 
 #include "code_interpreter/code_interpreter.hpp"
 #include "../support/scoped_env.hpp"
+#include "../support/temp_files.hpp"
 
 namespace ci = code_interpreter;
 using namespace std::chrono_literals;
@@ -100,17 +101,8 @@ inline bool no_deno_children(std::chrono::milliseconds limit = 3000ms) {
   return true;
 }
 
-inline std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-inline void write_text(const std::filesystem::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-}
+using code_interpreter::test_support::read_text;
+using code_interpreter::test_support::write_text;
 
 // The base snapshot image the build made in `runtime_dir` (tools/make_snapshot.cpp); empty when there is none.
 inline std::filesystem::path installed_snapshot(const std::filesystem::path& runtime_dir) {

@@ -1,5 +1,5 @@
-// Files the tests make in the temporary directory, and what is left of them. One definition for every test file (the
-// test targets are compiled in unity batches, CMakeLists.txt CODE_INTERPRETER_UNITY_BUILD).
+// Files the tests make in the temporary directory, what is left of them, and their bytes. One definition for every
+// test file (the test targets are compiled in unity batches, CMakeLists.txt CODE_INTERPRETER_UNITY_BUILD).
 #pragma once
 
 #include <unistd.h>
@@ -29,9 +29,15 @@ inline std::vector<std::string> leftovers(const std::filesystem::path& destinati
 }
 
 /// The bytes of the file at `p` ("" when it cannot be read).
-inline std::string read_all(const std::filesystem::path& p) {
+inline std::string read_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
+}
+
+/// Replaces the file at `p` with `text`.
+inline void write_text(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
 }
 
 }  // namespace code_interpreter::test_support
