@@ -164,7 +164,7 @@ ExecutionResult PyodideSandbox::Impl::execute(std::string_view code, const Execu
     std::string why;
     const auto bound = hard_deadline ? std::optional(std::min(*hard_deadline, *next_interrupt)) : deadline;
     const auto wait_until = flush_at ? std::optional(bound ? std::min(*bound, *flush_at) : *flush_at) : bound;
-    const FrameWait w = host.next_frame(*h, wait_until, f, why, /*spin=*/true);
+    const FrameWait w = host.next_frame(*h, wait_until, f, why);
     if (w == FrameWait::kFrame) {
       auto kind = detail::classify_run_frame(f, rid);
       if (kind.kind == detail::RunFrame::kUnexpected) {

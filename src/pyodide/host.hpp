@@ -71,11 +71,9 @@ struct HostProcess {
               std::uint64_t memory_limit);
   // Members end in reverse order: the watchdog stops, the process is killed and reaped, then its directory goes.
 
-  /// Waits for the next frame, or for `wake_fd` to be written. With `spin`, polls without sleeping for up to 1 ms
-  /// first: a quick answer then costs no wake-up of this thread, which on a loaded machine is most of a fast
-  /// call's round trip (docs/architecture.md "A normal run"). A frame without this process's token is malformed.
-  FrameWait next_frame(int wake_fd, std::optional<HostClock::time_point> deadline, Frame& out, std::string& why,
-                       bool spin = false);
+  /// Waits for the next frame, or for `wake_fd` to be written, sleeping in `poll` (docs/architecture.md "A normal
+  /// run" says why it does not spin). A frame without this process's token is malformed.
+  FrameWait next_frame(int wake_fd, std::optional<HostClock::time_point> deadline, Frame& out, std::string& why);
   /// Kills and reaps the process, and says how it ended, quoting the end of its stderr.
   std::string death_description();
   /// Whether its death was the memory cap: the watchdog killed it, or an allocation past RLIMIT_DATA was fatal to
@@ -188,9 +186,8 @@ class PyodideHost {
   void shut_down();
   [[nodiscard]] bool shutting_down() const noexcept { return terminating_; }
 
-  FrameWait next_frame(HostProcess& p, std::optional<HostClock::time_point> deadline, Frame& out, std::string& why,
-                       bool spin = false) {
-    return p.next_frame(wake_fd_, deadline, out, why, spin);
+  FrameWait next_frame(HostProcess& p, std::optional<HostClock::time_point> deadline, Frame& out, std::string& why) {
+    return p.next_frame(wake_fd_, deadline, out, why);
   }
 
   /// Waits for the current runtime (started now when there is none) to be ready. A runtime that dies while

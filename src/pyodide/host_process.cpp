@@ -25,7 +25,6 @@ using Clock = HostClock;
 
 namespace {
 
-constexpr auto kSpin = std::chrono::microseconds(1000);
 constexpr auto kMemoryCheckInterval = std::chrono::milliseconds(100);
 
 std::string random_token() {
@@ -89,8 +88,7 @@ HostProcess::HostProcess(const Runtime& rt, const std::vector<std::string>& args
 }
 
 FrameWait HostProcess::next_frame(int wake_fd, std::optional<Clock::time_point> deadline, Frame& out,
-                                  std::string& why, bool spin) {
-  const auto spin_until = spin ? Clock::now() + kSpin : Clock::time_point{};
+                                  std::string& why) {
   for (;;) {
     try {
       if (auto f = decoder.next()) {
@@ -116,8 +114,7 @@ FrameWait HostProcess::next_frame(int wake_fd, std::optional<Clock::time_point> 
       wait_ms = static_cast<int>(std::min<long long>(left, 60'000));
     }
     pollfd fds[2] = {{child.stdout_fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
-    const bool spinning = spin && Clock::now() < spin_until;
-    const int n = ::poll(fds, 2, spinning ? 0 : wait_ms);
+    const int n = ::poll(fds, 2, wait_ms);
     if (n < 0 && errno != EINTR) {
       why = std::string("poll failed: ") + std::strerror(errno);
       return FrameWait::kMalformed;
