@@ -1,9 +1,9 @@
 // The host's stdin reader, part of the protocol realm. It runs in a Web Worker so that it keeps reading while Python
 // runs: an "interrupt" frame from the C++ side is acted on at once by writing SIGINT (2) into Pyodide's interrupt
-// buffer (docs/protocols/pyodide.md "Interrupts"), which Python checks between bytecodes. The first frame, "init", goes to
-// host.mjs through the answer ring, before the sandbox worker exists (it holds the frame token, which the sandbox
-// worker must never see; host.mjs wipes the ring after reading it). A postMessage from this worker would never be
-// delivered: its event loop does not turn once the read loop runs. Every later "exec" and "fs" frame
+// buffer (docs/protocols/pyodide.md "Interrupts"), which Python checks between bytecodes. The first frame, "init",
+// goes to host.mjs through the answer ring, before the sandbox worker is given the ring (it holds the frame token,
+// which the sandbox worker must never see; host.mjs wipes the ring after reading it). A postMessage from this worker
+// would never be delivered: its event loop does not turn once the read loop runs. Every later "exec" and "fs" frame
 // is copied, as raw bytes and in order, into the request ring of the sandbox worker (python_worker.mjs), which
 // waits on it with Atomics.wait. Blocking reads and shared memory keep a request to a single thread hand-off;
 // Deno's async stdin and postMessage would cost two more wake-ups per call.
@@ -62,7 +62,7 @@ function readLoop(requests, responses) {
           close(Ring.BAD);
           return;
         }
-        // Until host.mjs has read it, nothing else writes to the answer ring: the sandbox worker starts after.
+        // Until host.mjs has read it, nothing else writes to the answer ring: the sandbox worker is given it after.
         initialised = true;
         responses.write(frame.raw);
       } else if (t === "interrupt") {
