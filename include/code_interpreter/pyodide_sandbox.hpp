@@ -147,6 +147,7 @@ class CODE_INTERPRETER_EXPORT PyodideSandbox final : public CodeInterpreterSandb
   nlohmann::json do_get_variable(std::string_view name) override;
 
  private:
+  friend class PyodidePool;  // hands its ready runtimes to the sandboxes it gave out, for their respawns
   struct Impl;  // src/pyodide/sandbox_impl.hpp
   PyodideSandbox(std::unique_ptr<Impl> impl, Language language, std::vector<std::string> packages);
   std::unique_ptr<Impl> impl_;

@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -108,11 +109,37 @@ void PyodideHost::kill() {
 void PyodideHost::respawn() {
   kill();
   if (terminating_) return;
+  if (standby) {
+    if (auto ready = standby(); ready && ready->process) {
+      {
+        std::lock_guard lock(report_mu_);
+        report_ = ready->report;
+      }
+      // Ids go on from the larger counter, so no id this runtime has already seen comes again.
+      next_request_ = std::max(next_request_, ready->next_request);
+      std::lock_guard lock(state_mu_);
+      process_ = std::move(ready->process);
+      return;
+    }
+  }
   try {
     spawn();
   } catch (const std::exception& e) {
     logger()->warn("sandbox {}: could not restart the Pyodide runtime: {}", id_, e.what());
   }
+}
+
+std::optional<ReadyRuntime> PyodideHost::release() {
+  if (terminating_) return std::nullopt;
+  ReadyRuntime out;
+  {
+    std::lock_guard lock(state_mu_);
+    if (!process_ || !process_->ready || process_->eof) return std::nullopt;
+    out.process = std::move(process_);
+  }
+  out.report = report();
+  out.next_request = next_request_;
+  return out;
 }
 
 void PyodideHost::shut_down() {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <map>
@@ -131,6 +132,14 @@ std::optional<RunEnd> decode_run_end(const nlohmann::json& header);
 
 // ---- the succession of runtime processes of one sandbox (src/pyodide/host.cpp) ----
 
+/// A started, ready runtime process that one sandbox's host gives up for another's (PyodidePool's fast respawn):
+/// the process, the layers that hold it, and the request id its host would have used next.
+struct ReadyRuntime {
+  std::shared_ptr<HostProcess> process;
+  ConfinementReport report;
+  std::uint32_t next_request = 1;
+};
+
 /// What every runtime process of one sandbox is started with; set by create before the first spawn.
 struct HostConfig {
   Runtime runtime;
@@ -179,8 +188,16 @@ class PyodideHost {
   /// Kills and reaps the current process, if any; its private directory goes with it.
   void kill();
   /// Kills the current process and starts a fresh one without waiting for it to load (none while shutting down;
-  /// a failure is logged, and the next call finds no runtime).
+  /// a failure is logged, and the next call finds no runtime). The fresh one is `standby`'s when it has one ready.
   void respawn();
+
+  /// Where respawn() takes a ready runtime before it starts one: a source that returns nullopt when it has none
+  /// ready now, or empty. Its runtimes are started with this host's `config` and run no user code. Set before the
+  /// sandbox is handed to its owner (PyodidePool::acquire), never changed after; called on the calling thread.
+  std::function<std::optional<ReadyRuntime>()> standby;
+  /// Gives up the current process, for another host to adopt: nullopt when there is none, or it is not ready, or
+  /// it has ended, or this host is shutting down. This host is left without a process. Thread-safe.
+  std::optional<ReadyRuntime> release();
 
   /// terminate: makes every later wait end, and kills the current process at once (a call in flight sees it).
   void shut_down();

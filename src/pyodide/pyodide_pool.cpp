@@ -10,6 +10,7 @@
 #include "core/deadline.hpp"
 #include "core/defaults.hpp"
 #include "core/nested.hpp"
+#include "pyodide/sandbox_impl.hpp"
 
 namespace code_interpreter {
 
@@ -40,16 +41,29 @@ bool cannot_mend(const std::exception_ptr& e) {
 
 }  // namespace
 
+// The sandboxes handed out hold this, not the pool: the destructor sets `pool` to null (under `mu`) before anything
+// else, so a respawn either finishes taking a runtime first or finds no pool.
+struct PyodidePool::Link {
+  std::mutex mu;
+  PyodidePool* pool = nullptr;
+};
+
 PyodidePool::PyodidePool(std::size_t size, PyodideOptions options) : size_(size), options_(std::move(options)) {
   if (size_ == 0) {
     throw SandboxStartError("a PyodidePool needs a size of at least 1", Stage::kConfigure,
                             ErrorKind::kInvalidArgument);
   }
   options_.cancel = {};
+  link_ = std::make_shared<Link>();
+  link_->pool = this;
   worker_ = std::jthread([this](std::stop_token stop) { refill(std::move(stop)); });
 }
 
 PyodidePool::~PyodidePool() {
+  {
+    std::lock_guard lock(link_->mu);
+    link_->pool = nullptr;
+  }
   worker_.request_stop();
   if (worker_.joinable()) worker_.join();
   std::deque<std::unique_ptr<PyodideSandbox>> left;
@@ -141,10 +155,20 @@ std::unique_ptr<PyodideSandbox> PyodidePool::acquire(Timeout timeout, std::stop_
   }
   --waiting_;
   if (!ready_.empty()) {
-    auto sandbox = std::move(ready_.front());
-    ready_.pop_front();
-    last_acquire_ = std::chrono::steady_clock::now();
-    cv_.notify_all();  // room for the next one
+    auto sandbox = pop_ready();
+    lock.unlock();
+    // Its respawns take a ready runtime of this pool while there is one (and a pool).
+    sandbox->impl_->host.standby = [link = std::weak_ptr<Link>(link_)]() -> std::optional<detail::ReadyRuntime> {
+      const auto held = link.lock();
+      if (!held) return std::nullopt;
+      std::unique_ptr<PyodideSandbox> donor;
+      {
+        std::lock_guard lock(held->mu);
+        if (held->pool) donor = held->pool->take_ready();
+      }
+      // The donor, left without a process, ends here with nothing to end.
+      return donor ? donor->impl_->host.release() : std::nullopt;
+    };
     return sandbox;
   }
   if (broken_ || error_generation_ != generation) std::rethrow_exception(error_);
@@ -156,6 +180,19 @@ std::unique_ptr<PyodideSandbox> PyodidePool::acquire(Timeout timeout, std::stop_
   const std::string message = "no sandbox of the pool became ready in time";
   detail::throw_nested(SandboxStartError(message, Stage::kStartRuntime, ErrorKind::kTimeout),
                        TransportError(message, TransportError::Kind::kTimeout));
+}
+
+std::unique_ptr<PyodideSandbox> PyodidePool::pop_ready() {
+  auto sandbox = std::move(ready_.front());
+  ready_.pop_front();
+  last_acquire_ = std::chrono::steady_clock::now();
+  cv_.notify_all();  // room for the next one
+  return sandbox;
+}
+
+std::unique_ptr<PyodideSandbox> PyodidePool::take_ready() {
+  std::lock_guard lock(mu_);
+  return ready_.empty() ? nullptr : pop_ready();
 }
 
 std::size_t PyodidePool::ready() const {

@@ -203,6 +203,78 @@ TEST_CASE("a failure no retry can mend stops the pool and every acquire rethrows
   CHECK(pool.ready() == 0);
 }
 
+namespace {
+
+// A timeout's runtime is killed at once.
+ci::PyodideOptions killing_at_timeout() {
+  ci::PyodideOptions o;
+  o.interrupt_grace = 0ms;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("a sandbox of the pool replaces its runtime with a ready one of the pool", "[pool][concurrency]") {
+  ci::PyodidePool pool(1, killing_at_timeout());
+  auto sandbox = pool.acquire(120s);
+  REQUIRE(await_ready(pool, 1));
+  REQUIRE(pool.started() == 2);
+  const auto layers = sandbox->confinement();
+  CHECK(value_of(*sandbox, "kept = 1\nkept") == "1");
+  SECTION("after a kill at its timeout") {
+    test_support::force_respawn(*sandbox, 300ms);
+  }
+  SECTION("at restart") {
+    sandbox->restart();
+  }
+  // The pool's ready runtime was taken (a start of its own would have left it there); a new one takes the pool half
+  // a second or more to start, after a pause of 100 ms.
+  CHECK(pool.ready() == 0);
+  CHECK(pool.started() == 2);
+  CHECK(value_of(*sandbox, "sorted(globals())") == "['__builtins__', '__name__']");
+  CHECK(value_of(*sandbox, "6 * 7") == "42");
+  CHECK(sandbox->confinement() == layers);
+  // The pool refills; the taken runtime is the sandbox's alone, the killed one is gone.
+  REQUIRE(await_ready(pool, 1));
+  CHECK(pool.started() == 3);
+  CHECK(test_support::deno_children().size() == 2);
+  CHECK(value_of(*sandbox, "7 * 6") == "42");
+}
+
+TEST_CASE("with no ready runtime in the pool, or no pool, a sandbox starts its own", "[pool][concurrency]") {
+  std::unique_ptr<ci::PyodideSandbox> sandbox;
+  SECTION("the pool is empty") {
+    ci::PyodidePool pool(1, killing_at_timeout());
+    sandbox = pool.acquire(120s);
+    CHECK(value_of(*sandbox, "kept = 1\nkept") == "1");
+    auto other = pool.acquire(120s);  // the one the pool had started next
+    const auto started = pool.started();
+    // The pool starts its next runtime 100 ms after this acquire, and a start takes far longer than that: it has
+    // none ready when this runtime is replaced, about 50 ms from now.
+    CHECK(pool.ready() == 0);
+    test_support::force_respawn(*sandbox, 50ms);
+    CHECK(value_of(*sandbox, "'kept' in globals()") == "False");
+    CHECK(value_of(*other, "6 * 7") == "42");
+    REQUIRE(await_ready(pool, 1));
+    CHECK(pool.started() == started + 1);  // the pool's own refill; the sandbox's runtime is not the pool's
+    CHECK(test_support::deno_children().size() == 3);
+  }
+  SECTION("the pool is gone") {
+    {
+      ci::PyodidePool pool(1, killing_at_timeout());
+      sandbox = pool.acquire(120s);
+      REQUIRE(await_ready(pool, 1));
+    }
+    CHECK(test_support::deno_children().size() == 1);
+    CHECK(value_of(*sandbox, "kept = 1\nkept") == "1");
+    test_support::force_respawn(*sandbox, 300ms);
+    CHECK(value_of(*sandbox, "'kept' in globals()") == "False");
+    CHECK(test_support::deno_children().size() == 1);
+  }
+  sandbox.reset();
+  CHECK(test_support::no_deno_children());
+}
+
 TEST_CASE("a pool of size 0 is refused", "[pool]") {
   try {
     ci::PyodidePool pool(0);

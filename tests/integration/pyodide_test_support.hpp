@@ -32,6 +32,18 @@ namespace test_support {
 inline constexpr std::string_view kUnstoppable =
     "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n";
 
+// Runs kUnstoppable with `timeout`, so that the runtime is killed once the sandbox's interrupt_grace is over, and
+// replaced. Throws std::runtime_error, with the reason, if the call did not end that way (kTimeout, state lost).
+inline void force_respawn(ci::PyodideSandbox& sandbox, std::chrono::milliseconds timeout) {
+  ci::ExecuteOptions o;
+  o.timeout = timeout;
+  const auto r = sandbox.execute_code(kUnstoppable, o);
+  if (r.status != ci::ExecutionStatus::kTimeout || !r.state_lost) {
+    throw std::runtime_error("the unstoppable program's runtime was not killed (status " +
+                             std::to_string(static_cast<int>(r.status)) + "): " + r.error);
+  }
+}
+
 // The pids of this process's direct children whose executable is Deno.
 inline std::vector<pid_t> deno_children() {
   std::vector<pid_t> pids;

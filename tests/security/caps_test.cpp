@@ -14,15 +14,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Ends the runtime the hard way (the program swallows every interrupt): the next call gets a respawned one.
-void force_respawn(ci::PyodideSandbox& sb) {
-  ci::ExecuteOptions o;
-  o.timeout = 500ms;
-  const auto r = sb.execute_code(test_support::kUnstoppable, o);
-  REQUIRE(r.status == ci::ExecutionStatus::kTimeout);
-  REQUIRE(r.state_lost);
-}
-
 ci::PyodideOptions quick_kill() {
   ci::PyodideOptions o;
   o.interrupt_grace = 200ms;
@@ -128,7 +119,7 @@ open('/tmp/left.txt', 'w').write('behind')
 left = 'behind'
 )PY");
   REQUIRE(put.status == ci::ExecutionStatus::kSuccess);
-  force_respawn(*sb);
+  test_support::force_respawn(*sb, 500ms);  // the next call gets a respawned runtime
   const auto r = sb->execute_code(kPrelude + R"PY(
 import os
 g = await find_global()
@@ -173,7 +164,7 @@ TEST_CASE("each runtime, respawns included, gets a new private directory, and th
   const fs::path first = security::runtime_env(security::runtime_pid(), "DENO_DIR");
   REQUIRE_FALSE(first.empty());
   REQUIRE(fs::exists(first));
-  force_respawn(*sb);
+  test_support::force_respawn(*sb, 500ms);  // the next call gets a respawned runtime
   REQUIRE(sb->execute_code("1", long_budget()).status == ci::ExecutionStatus::kSuccess);
   const fs::path second = security::runtime_env(security::runtime_pid(), "DENO_DIR");
   REQUIRE_FALSE(second.empty());
