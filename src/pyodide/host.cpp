@@ -4,6 +4,7 @@
 // posture used".
 #include "pyodide/host.hpp"
 
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -135,6 +136,10 @@ std::optional<ReadyRuntime> PyodideHost::release() {
   {
     std::lock_guard lock(state_mu_);
     if (!process_ || !process_->ready || process_->eof) return std::nullopt;
+    // An idle runtime writes nothing: output or a hang-up on its pipe means it ended while it waited (killed from
+    // outside, say) or broke the protocol. Such a one is not handed over; it ends with this host.
+    pollfd out_pipe{process_->child.stdout_fd(), POLLIN, 0};
+    if (::poll(&out_pipe, 1, 0) != 0) return std::nullopt;
     out.process = std::move(process_);
   }
   out.report = report();

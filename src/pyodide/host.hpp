@@ -196,7 +196,8 @@ class PyodideHost {
   /// sandbox is handed to its owner (PyodidePool::acquire), never changed after; called on the calling thread.
   std::function<std::optional<ReadyRuntime>()> standby;
   /// Gives up the current process, for another host to adopt: nullopt when there is none, or it is not ready, or
-  /// it has ended, or this host is shutting down. This host is left without a process. Thread-safe.
+  /// it has ended or has written anything since its last answer, or this host is shutting down. This host is then
+  /// left without a process. Thread-safe.
   std::optional<ReadyRuntime> release();
 
   /// terminate: makes every later wait end, and kills the current process at once (a call in flight sees it).

@@ -3,8 +3,13 @@
 
 #include "code_interpreter/pyodide_pool.hpp"
 
+#include <signal.h>
+
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "pyodide_test_support.hpp"
@@ -273,6 +278,38 @@ TEST_CASE("with no ready runtime in the pool, or no pool, a sandbox starts its o
   }
   sandbox.reset();
   CHECK(test_support::no_deno_children());
+}
+
+TEST_CASE("a ready runtime of the pool that died while it waited is not taken", "[pool][concurrency]") {
+  ci::PyodidePool pool(1, killing_at_timeout());
+  REQUIRE(await_ready(pool, 1));
+  const auto taken = test_support::deno_children();
+  REQUIRE(taken.size() == 1);
+  auto sandbox = pool.acquire(120s);
+  REQUIRE(await_ready(pool, 1));
+  auto children = test_support::deno_children();
+  REQUIRE(children.size() == 2);
+  const pid_t waiting = children[0] == taken[0] ? children[1] : children[0];
+  // Killed from outside, as the kernel's OOM killer would: it is a zombie until the library reaps it.
+  REQUIRE(::kill(waiting, SIGKILL) == 0);
+  const auto limit = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    std::ifstream stat("/proc/" + std::to_string(waiting) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    if (close != std::string::npos && line.compare(close + 2, 1, "Z") == 0) break;
+    REQUIRE(std::chrono::steady_clock::now() < limit);
+    std::this_thread::sleep_for(5ms);
+  }
+  CHECK(value_of(*sandbox, "kept = 1\nkept") == "1");
+  test_support::force_respawn(*sandbox, 300ms);
+  CHECK(pool.ready() == 0);  // the dead one left the pool, and its process was reaped
+  CHECK_FALSE(std::filesystem::exists("/proc/" + std::to_string(waiting)));
+  // The sandbox started its own: the next call runs in a fresh interpreter.
+  CHECK(value_of(*sandbox, "sorted(globals())") == "['__builtins__', '__name__']");
+  REQUIRE(await_ready(pool, 1));
+  CHECK(test_support::deno_children().size() == 2);
 }
 
 TEST_CASE("a pool of size 0 is refused", "[pool]") {
