@@ -11,6 +11,7 @@
 #include <mutex>
 #include <stop_token>
 #include <thread>
+#include <vector>
 
 #include "code_interpreter/pyodide_sandbox.hpp"
 
@@ -69,10 +70,12 @@ class CODE_INTERPRETER_EXPORT PyodidePool {
  private:
   struct Link;  // what the sandboxes handed out reach the pool by; cut first by the destructor
   void refill(std::stop_token stop);
-  /// With `mu_` held and one ready: the first ready sandbox, counted as taken.
-  std::unique_ptr<PyodideSandbox> pop_ready();
-  /// A ready sandbox now, or nullptr.
-  std::unique_ptr<PyodideSandbox> take_ready();
+  /// With `mu_` held: the first ready sandbox whose runtime is idle and alive, counted as taken; nullptr when none
+  /// is. Ready ones whose runtime ended while they waited go to `ended`, for the caller to destroy once it has let
+  /// go of `mu_` (that reaps their processes); the refill replaces them.
+  std::unique_ptr<PyodideSandbox> pop_ready(std::vector<std::unique_ptr<PyodideSandbox>>& ended);
+  /// For a respawn: pop_ready, when more are ready than callers wait in `acquire` (they come first), else nullptr.
+  std::unique_ptr<PyodideSandbox> take_ready(std::vector<std::unique_ptr<PyodideSandbox>>& ended);
 
   const std::size_t size_;
   PyodideOptions options_;

@@ -130,16 +130,29 @@ void PyodideHost::respawn() {
   }
 }
 
+namespace {
+
+// An idle runtime writes nothing: output or a hang-up on its pipe means it ended while it waited (killed from
+// outside, say) or broke the protocol.
+bool idle_and_alive(const HostProcess& p) {
+  if (!p.ready || p.eof) return false;
+  pollfd out_pipe{p.child.stdout_fd(), POLLIN, 0};
+  return ::poll(&out_pipe, 1, 0) == 0;
+}
+
+}  // namespace
+
+bool PyodideHost::idle_and_alive() {
+  std::lock_guard lock(state_mu_);
+  return !terminating_ && process_ && detail::idle_and_alive(*process_);
+}
+
 std::optional<ReadyRuntime> PyodideHost::release() {
   if (terminating_) return std::nullopt;
   ReadyRuntime out;
   {
     std::lock_guard lock(state_mu_);
-    if (!process_ || !process_->ready || process_->eof) return std::nullopt;
-    // An idle runtime writes nothing: output or a hang-up on its pipe means it ended while it waited (killed from
-    // outside, say) or broke the protocol. Such a one is not handed over; it ends with this host.
-    pollfd out_pipe{process_->child.stdout_fd(), POLLIN, 0};
-    if (::poll(&out_pipe, 1, 0) != 0) return std::nullopt;
+    if (!process_ || !detail::idle_and_alive(*process_)) return std::nullopt;  // it ends with this host
     out.process = std::move(process_);
   }
   out.report = report();

@@ -195,9 +195,12 @@ class PyodideHost {
   /// ready now, or empty. Its runtimes are started with this host's `config` and run no user code. Set before the
   /// sandbox is handed to its owner (PyodidePool::acquire), never changed after; called on the calling thread.
   std::function<std::optional<ReadyRuntime>()> standby;
-  /// Gives up the current process, for another host to adopt: nullopt when there is none, or it is not ready, or
-  /// it has ended or has written anything since its last answer, or this host is shutting down. This host is then
-  /// left without a process. Thread-safe.
+  /// Whether the current process is ready and idle: it has not ended, and has written nothing since its last
+  /// answer (an idle runtime writes nothing; data or a hang-up on its pipe means it ended or broke the protocol).
+  /// Thread-safe; for a sandbox no call is using (PyodidePool's ready ones).
+  [[nodiscard]] bool idle_and_alive();
+  /// Gives up the current process, for another host to adopt: nullopt when there is none, it is not idle_and_alive,
+  /// or this host is shutting down. This host is then left without a process. Thread-safe.
   std::optional<ReadyRuntime> release();
 
   /// terminate: makes every later wait end, and kills the current process at once (a call in flight sees it).

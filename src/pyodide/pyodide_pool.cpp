@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "code_interpreter/errors.hpp"
 #include "code_interpreter/logging.hpp"
@@ -142,29 +143,32 @@ void PyodidePool::refill(std::stop_token stop) {
 
 std::unique_ptr<PyodideSandbox> PyodidePool::acquire(Timeout timeout, std::stop_token stop) {
   const auto deadline = detail::Deadline::after(timeout ? timeout : options_.create_timeout, kDefaultAcquireTimeout);
+  std::vector<std::unique_ptr<PyodideSandbox>> ended;  // declared before the lock: destroyed once it is let go
   std::unique_lock lock(mu_);
   if (broken_) std::rethrow_exception(error_);
   const auto generation = error_generation_;
   ++waiting_;
   cv_.notify_all();  // the refill thread starts one more if none is ready
   const auto have = [&] { return !ready_.empty() || broken_ || error_generation_ != generation; };
-  if (deadline.at) {
-    cv_.wait_until(lock, stop, *deadline.at, have);
-  } else {
-    cv_.wait(lock, stop, have);
+  std::unique_ptr<PyodideSandbox> sandbox;
+  // Until one is handed out, a failure is reported, or the wait ends: ready ones whose runtime ended while they
+  // waited are left for the refill to replace.
+  while (!sandbox && (deadline.at ? cv_.wait_until(lock, stop, *deadline.at, have) : cv_.wait(lock, stop, have)) &&
+         !ready_.empty()) {
+    sandbox = pop_ready(ended);
   }
   --waiting_;
-  if (!ready_.empty()) {
-    auto sandbox = pop_ready();
+  if (sandbox) {
     lock.unlock();
     // Its respawns take a ready runtime of this pool while there is one (and a pool).
     sandbox->impl_->host.standby = [link = std::weak_ptr<Link>(link_)]() -> std::optional<detail::ReadyRuntime> {
       const auto held = link.lock();
       if (!held) return std::nullopt;
+      std::vector<std::unique_ptr<PyodideSandbox>> gone;  // destroyed last, after the locks
       std::unique_ptr<PyodideSandbox> donor;
       {
         std::lock_guard lock(held->mu);
-        if (held->pool) donor = held->pool->take_ready();
+        if (held->pool) donor = held->pool->take_ready(gone);
       }
       // The donor, left without a process, ends here with nothing to end.
       return donor ? donor->impl_->host.release() : std::nullopt;
@@ -182,17 +186,25 @@ std::unique_ptr<PyodideSandbox> PyodidePool::acquire(Timeout timeout, std::stop_
                        TransportError(message, TransportError::Kind::kTimeout));
 }
 
-std::unique_ptr<PyodideSandbox> PyodidePool::pop_ready() {
-  auto sandbox = std::move(ready_.front());
-  ready_.pop_front();
-  last_acquire_ = std::chrono::steady_clock::now();
-  cv_.notify_all();  // room for the next one
-  return sandbox;
+std::unique_ptr<PyodideSandbox> PyodidePool::pop_ready(std::vector<std::unique_ptr<PyodideSandbox>>& ended) {
+  while (!ready_.empty()) {
+    auto sandbox = std::move(ready_.front());
+    ready_.pop_front();
+    cv_.notify_all();  // room for the next one
+    if (sandbox->impl_->host.idle_and_alive()) {
+      last_acquire_ = std::chrono::steady_clock::now();
+      return sandbox;
+    }
+    logger()->warn("Pyodide pool: a ready runtime ended while it waited (killed from outside?); the pool replaces it");
+    ended.push_back(std::move(sandbox));
+  }
+  return nullptr;
 }
 
-std::unique_ptr<PyodideSandbox> PyodidePool::take_ready() {
+std::unique_ptr<PyodideSandbox> PyodidePool::take_ready(std::vector<std::unique_ptr<PyodideSandbox>>& ended) {
   std::lock_guard lock(mu_);
-  return ready_.empty() ? nullptr : pop_ready();
+  // Callers blocked in acquire come first: a respawn has a way of its own to a runtime, they have none.
+  return ready_.size() > waiting_ ? pop_ready(ended) : nullptr;
 }
 
 std::size_t PyodidePool::ready() const {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <set>
 #include <string>
@@ -280,6 +281,42 @@ TEST_CASE("with no ready runtime in the pool, or no pool, a sandbox starts its o
   CHECK(test_support::no_deno_children());
 }
 
+namespace {
+
+// SIGKILL to a runtime from outside, as the kernel's OOM killer would send it; returns once it has ended (a zombie
+// until the library reaps it) with all its threads, the last of which closes its pipes.
+void kill_from_outside(pid_t pid) {
+  REQUIRE(::kill(pid, SIGKILL) == 0);
+  const std::string proc = "/proc/" + std::to_string(pid);
+  const auto limit = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    std::ifstream stat(proc + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    std::error_code ec;
+    const auto threads = std::distance(std::filesystem::directory_iterator(proc + "/task", ec),
+                                       std::filesystem::directory_iterator());
+    if (close != std::string::npos && line.compare(close + 2, 1, "Z") == 0 && threads == 1) return;
+    REQUIRE(std::chrono::steady_clock::now() < limit);
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("acquire does not hand out a ready runtime that died while it waited", "[pool][concurrency]") {
+  ci::PyodidePool pool(1);
+  REQUIRE(await_ready(pool, 1));
+  const auto children = test_support::deno_children();
+  REQUIRE(children.size() == 1);
+  kill_from_outside(children[0]);
+  auto sandbox = pool.acquire(120s);
+  CHECK(pool.started() == 2);  // the dead one was replaced, and the new one handed out
+  CHECK_FALSE(std::filesystem::exists("/proc/" + std::to_string(children[0])));
+  CHECK(value_of(*sandbox, "6 * 7") == "42");
+}
+
 TEST_CASE("a ready runtime of the pool that died while it waited is not taken", "[pool][concurrency]") {
   ci::PyodidePool pool(1, killing_at_timeout());
   REQUIRE(await_ready(pool, 1));
@@ -290,18 +327,7 @@ TEST_CASE("a ready runtime of the pool that died while it waited is not taken", 
   auto children = test_support::deno_children();
   REQUIRE(children.size() == 2);
   const pid_t waiting = children[0] == taken[0] ? children[1] : children[0];
-  // Killed from outside, as the kernel's OOM killer would: it is a zombie until the library reaps it.
-  REQUIRE(::kill(waiting, SIGKILL) == 0);
-  const auto limit = std::chrono::steady_clock::now() + 10s;
-  for (;;) {
-    std::ifstream stat("/proc/" + std::to_string(waiting) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const auto close = line.rfind(')');
-    if (close != std::string::npos && line.compare(close + 2, 1, "Z") == 0) break;
-    REQUIRE(std::chrono::steady_clock::now() < limit);
-    std::this_thread::sleep_for(5ms);
-  }
+  kill_from_outside(waiting);
   CHECK(value_of(*sandbox, "kept = 1\nkept") == "1");
   test_support::force_respawn(*sandbox, 300ms);
   CHECK(pool.ready() == 0);  // the dead one left the pool, and its process was reaped
