@@ -115,6 +115,23 @@ std::string load_average() {
   return buf;
 }
 
+// The kernel's running DAMON monitors (/sys/kernel/mm/damon/admin/kdamonds): each samples pages' accessed bits,
+// every few hundred ms, and may page out what it finds cold. Under a hypervisor that keeps shadow page tables, a
+// page whose accessed bit was cleared faults into the hypervisor at its next touch: a thread that was idle for a
+// second pays for its whole working set again, so the figures of first calls after a pause depend on it.
+std::string damon_monitors() {
+  std::error_code ec;
+  const fs::path base = "/sys/kernel/mm/damon/admin/kdamonds";
+  if (!fs::is_directory(base, ec)) return "none";
+  int on = 0;
+  for (const auto& entry : fs::directory_iterator(base, ec)) {
+    std::ifstream state(entry.path() / "state");
+    std::string word;
+    if (state >> word && word == "on") ++on;
+  }
+  return on ? std::to_string(on) + " running" : "none running";
+}
+
 void print_machine_facts() {
   std::string model = "unknown";
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -125,7 +142,8 @@ void print_machine_facts() {
       break;
     }
   }
-  std::printf("machine: nproc %ld, CPU %s\n", ::sysconf(_SC_NPROCESSORS_ONLN), model.c_str());
+  std::printf("machine: nproc %ld, CPU %s, DAMON monitors: %s\n", ::sysconf(_SC_NPROCESSORS_ONLN), model.c_str(),
+              damon_monitors().c_str());
   std::printf("before: load average %s, CPU pressure avg10 %s\n", load_average().c_str(), cpu_pressure().c_str());
   std::fflush(stdout);  // progress goes to stderr; keep the two in order on a terminal
 }
