@@ -38,7 +38,9 @@ namespace code_interpreter {
 /// grace period, `restart()`, a runtime that died or broke the protocol), takes a ready runtime from the pool if one
 /// is waiting, instead of restoring a new one (about 0.5-1 s): the next call then finds it ready. Such a runtime is
 /// one the pool would have handed out (same options, no user code run); it counts as taken, and the pool refills.
-/// With none ready, or once the pool is destroyed, the sandbox starts its own as any sandbox does.
+/// Callers waiting in `acquire` come first: a respawn takes one only when more are ready than callers wait. With
+/// none to take, or once the pool is destroyed, the sandbox starts its own as any sandbox does. A ready runtime that
+/// ended while it waited (killed from outside) is neither handed out nor taken: it is replaced, with one warning.
 ///
 /// Destruction stops the background work (a creation under way is cancelled) and ends the ready runtimes; it
 /// must not overlap an `acquire` on another thread. Sandboxes handed out live on, and start their own runtimes.

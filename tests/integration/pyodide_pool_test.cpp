@@ -227,6 +227,7 @@ TEST_CASE("a sandbox of the pool replaces its runtime with a ready one of the po
   REQUIRE(pool.started() == 2);
   const auto layers = sandbox->confinement();
   CHECK(value_of(*sandbox, "kept = 1\nkept") == "1");
+  CHECK(value_of(*sandbox, "open('/tmp/left', 'w').write('x')") == "1");
   SECTION("after a kill at its timeout") {
     test_support::force_respawn(*sandbox, 300ms);
   }
@@ -238,6 +239,7 @@ TEST_CASE("a sandbox of the pool replaces its runtime with a ready one of the po
   CHECK(pool.ready() == 0);
   CHECK(pool.started() == 2);
   CHECK(value_of(*sandbox, "sorted(globals())") == "['__builtins__', '__name__']");
+  CHECK(value_of(*sandbox, "import os\nos.path.exists('/tmp/left')") == "False");  // nor its files
   CHECK(value_of(*sandbox, "6 * 7") == "42");
   CHECK(sandbox->confinement() == layers);
   // The pool refills; the taken runtime is the sandbox's alone, the killed one is gone.
